@@ -1,0 +1,45 @@
+# Every external dependency is found here, once. Debian 12 packages on CPU machines; on offline
+# GPU nodes the same packages unpacked by scripts/install-bundle (CMAKE_PREFIX_PATH points there)
+# plus the node's own PyTorch libtorch (Torch_DIR).
+
+find_package(Threads REQUIRED)
+find_package(CUDAToolkit REQUIRED)
+
+# Torch before RocksDB: RocksDB's config leaks GFLAGS_USE_TARGET_NAMESPACE, which breaks
+# Caffe2's gflags target.
+find_package(Torch REQUIRED)
+# Torch's config puts its flags in TORCH_CXX_FLAGS; we attach them to one wrapper target instead
+# of the global flags so that only torch-linked libraries see them.
+add_library(ca_torch INTERFACE)
+target_link_libraries(ca_torch INTERFACE ${TORCH_LIBRARIES})
+target_include_directories(ca_torch SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS})
+# PyTorch 2.11's libtorch.so exports a broken partial std::filesystem. libstdc++ must be the first
+# NEEDED entry of every torch-linked binary so the real one binds (docs/BUILDING.md); the
+# post-build check in CudaAgentTargets.cmake fails the build when it is not.
+target_link_options(ca_torch INTERFACE "LINKER:--no-as-needed" "-lstdc++")
+set(CUDA_AGENT_TORCH_VERSION "${Torch_VERSION}")
+
+find_package(RocksDB REQUIRED)
+find_package(CapnProto REQUIRED)
+find_package(tomlplusplus REQUIRED)
+find_package(CLI11 REQUIRED)
+find_package(spdlog REQUIRED)
+find_package(fmt REQUIRED)
+find_package(nlohmann_json REQUIRED)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(ZMQ REQUIRED IMPORTED_TARGET libzmq)
+
+# CAF 0.17 ships no CMake config or pkg-config file.
+find_path(CAF_INCLUDE_DIR caf/all.hpp REQUIRED)
+find_library(CAF_CORE_LIBRARY caf_core REQUIRED)
+find_library(CAF_IO_LIBRARY caf_io REQUIRED)
+add_library(ca_caf INTERFACE)
+target_include_directories(ca_caf SYSTEM INTERFACE ${CAF_INCLUDE_DIR})
+target_link_libraries(ca_caf INTERFACE ${CAF_IO_LIBRARY} ${CAF_CORE_LIBRARY} Threads::Threads)
+
+if(CUDA_AGENT_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+  find_package(benchmark REQUIRED)
+endif()
+
+find_program(READELF_EXECUTABLE readelf REQUIRED)

@@ -1,0 +1,81 @@
+// Options of the learner (manifest section [learner]): CUDA Agent's staged recipe (DESIGN.md
+// section 6) with its published hyperparameters as defaults.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "core/option_fields.h"
+
+namespace cuda_agent {
+
+struct LearnerOptions {
+  static constexpr std::string_view kSection = "learner";
+  static constexpr std::string_view kDoc =
+      "The learner: PPO with a critic, RFT and value pretraining, data-parallel over NCCL.";
+
+  std::string stage = "agentic-ppo";
+  double actor_lr = 3e-6;
+  double critic_lr = 6e-6;
+  double clip_low = 0.2;
+  double clip_high = 0.28;
+  double gamma = 1.0;
+  double gae_lambda = 0.95;
+  std::int64_t batch_episodes = 64;
+  std::int64_t staleness = 1;
+  std::int64_t ppo_epochs = 1;
+  std::int64_t micro_batch_tokens = 32'768;
+  std::int64_t checkpoint_every_steps = 20;
+  std::int64_t nccl_timeout_ms = 600'000;
+
+  template <class V>
+  void visit(V& v) {
+    v({.key = "stage",
+       .doc = "RL stage to run: single-turn warm-up PPO, agent warm-up (RFT + value "
+              "pretraining), or multi-turn agentic PPO.",
+       .choices = {"single-turn-ppo", "agent-warmup", "agentic-ppo"}},
+      stage);
+    v({.key = "actor_lr", .doc = "Actor learning rate (AdamW).", .min = 0.0}, actor_lr);
+    v({.key = "critic_lr", .doc = "Critic learning rate (AdamW).", .min = 0.0}, critic_lr);
+    v({.key = "clip_low", .doc = "PPO ratio clip below 1 (1 - clip_low).", .min = 0.0, .max = 1.0},
+      clip_low);
+    v({.key = "clip_high",
+       .doc = "PPO ratio clip above 1 (1 + clip_high); asymmetric clipping keeps exploration.",
+       .min = 0.0,
+       .max = 10.0},
+      clip_high);
+    v({.key = "gamma", .doc = "GAE discount.", .min = 0.0, .max = 1.0}, gamma);
+    v({.key = "gae_lambda", .doc = "GAE lambda.", .min = 0.0, .max = 1.0}, gae_lambda);
+    v({.key = "batch_episodes",
+       .unit = "episodes",
+       .doc = "Episodes per policy update.",
+       .min = 1},
+      batch_episodes);
+    v({.key = "staleness",
+       .unit = "versions",
+       .doc = "Staleness bound S: an episode is admitted only while accepted + running <= "
+              "(S + version) * batch_episodes.",
+       .min = 0},
+      staleness);
+    v({.key = "ppo_epochs", .unit = "epochs", .doc = "Passes over each batch.", .min = 1},
+      ppo_epochs);
+    v({.key = "micro_batch_tokens",
+       .unit = "tokens",
+       .doc = "Tokens per forward/backward micro-batch on one GPU.",
+       .min = 1},
+      micro_batch_tokens);
+    v({.key = "checkpoint_every_steps",
+       .unit = "steps",
+       .doc = "Policy updates between atomic checkpoints.",
+       .min = 1},
+      checkpoint_every_steps);
+    v({.key = "nccl_timeout_ms",
+       .unit = "ms",
+       .doc = "Deadline of one collective; a timed-out communicator is aborted and rebuilt.",
+       .min = 1000},
+      nccl_timeout_ms);
+  }
+};
+
+}  // namespace cuda_agent
