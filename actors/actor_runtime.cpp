@@ -30,8 +30,7 @@ Error from_caf_error(const caf::actor_system& system, const caf::error& error) {
         return make_error(ErrorCategory::kUnavailable, "actor.receiver_down", text);
       case caf::sec::unexpected_message:
         return make_error(ErrorCategory::kInvalidInput, "actor.unexpected_message", text);
-      default:
-        break;
+      default: break;
     }
   }
   return make_error(ErrorCategory::kInternal, "actor.error", text);

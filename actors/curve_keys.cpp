@@ -121,16 +121,19 @@ Expected<CurveKeyPair> read_curve_key_file(const std::filesystem::path& file) {
     std::string key;
     if (line.compare(first, 10, "public-key") == 0) {
       key = quoted_value(line);
-      if (!is_z85_key(key)) return key_error(file, line_no, "public-key is not a 40-character Z85 key");
+      if (!is_z85_key(key))
+        return key_error(file, line_no, "public-key is not a 40-character Z85 key");
       keys.public_z85 = key;
       public_line = line_no;
     } else if (line.compare(first, 10, "secret-key") == 0) {
       key = quoted_value(line);
-      if (!is_z85_key(key)) return key_error(file, line_no, "secret-key is not a 40-character Z85 key");
+      if (!is_z85_key(key))
+        return key_error(file, line_no, "secret-key is not a 40-character Z85 key");
       keys.secret_z85 = key;
     }
   }
-  if (keys.public_z85.empty()) return key_error(file, 0, "no public-key line (not a CURVE key file)");
+  if (keys.public_z85.empty())
+    return key_error(file, 0, "no public-key line (not a CURVE key file)");
   if (!keys.secret_z85.empty()) {
     char derived[kZ85KeyLength + 1];
     if (zmq_curve_public(derived, keys.secret_z85.c_str()) != 0 || keys.public_z85 != derived) {

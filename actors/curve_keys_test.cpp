@@ -40,9 +40,7 @@ TEST(CurveKeys, BadFilesNameTheFileAndLine) {
   auto dir = fresh_dir("bad");
   std::filesystem::create_directories(dir);
   EXPECT_EQ(read_curve_key_file(dir / "nope.key").error().code, "keys.missing");
-  {
-    std::ofstream(dir / "short.key") << "curve\n    public-key = \"abc\"\n";
-  }
+  { std::ofstream(dir / "short.key") << "curve\n    public-key = \"abc\"\n"; }
   auto e = read_curve_key_file(dir / "short.key");
   ASSERT_FALSE(e);
   EXPECT_NE(e.error().message.find("short.key:2"), std::string::npos) << e.error().message;

@@ -53,7 +53,7 @@ class [[nodiscard]] Expected {
  public:
   // SFINAE rather than `requires`: this header is also compiled by nvcc at C++17.
   template <class U = T, std::enable_if_t<!std::is_same_v<U, Error>, int> = 0>
-  Expected(T value) : v_(std::in_place_index<0>, std::move(value)) {}  // NOLINT: implicit
+  Expected(T value) : v_(std::in_place_index<0>, std::move(value)) {}      // NOLINT: implicit
   Expected(Error error) : v_(std::in_place_index<1>, std::move(error)) {}  // NOLINT
   /// The value constructor for every T, Expected<Error> included (a decoded wire error).
   Expected(std::in_place_t, T value) : v_(std::in_place_index<0>, std::move(value)) {}
@@ -94,17 +94,18 @@ class [[nodiscard]] Status {
 }  // namespace cuda_agent
 
 /// Returns the error of a Status or Expected expression from the enclosing function.
-#define RETURN_IF_ERROR(expr)                                 \
-  do {                                                        \
-    auto&& ca_status_ = (expr);                               \
+#define RETURN_IF_ERROR(expr)                                        \
+  do {                                                               \
+    auto&& ca_status_ = (expr);                                      \
     if (!ca_status_) return ::cuda_agent::Error(ca_status_.error()); \
   } while (0)
 
 #define CA_CONCAT_INNER_(a, b) a##b
 #define CA_CONCAT_(a, b) CA_CONCAT_INNER_(a, b)
 /// `ASSIGN_OR_RETURN(auto x, f());` declares x from an Expected or returns its error.
-#define ASSIGN_OR_RETURN(decl, expr) ASSIGN_OR_RETURN_IMPL_(CA_CONCAT_(ca_expected_, __LINE__), decl, expr)
-#define ASSIGN_OR_RETURN_IMPL_(tmp, decl, expr)   \
-  auto tmp = (expr);                              \
+#define ASSIGN_OR_RETURN(decl, expr) \
+  ASSIGN_OR_RETURN_IMPL_(CA_CONCAT_(ca_expected_, __LINE__), decl, expr)
+#define ASSIGN_OR_RETURN_IMPL_(tmp, decl, expr)      \
+  auto tmp = (expr);                                 \
   if (!tmp) return ::cuda_agent::Error(tmp.error()); \
   decl = std::move(tmp).value()

@@ -8,7 +8,9 @@ namespace cuda_agent {
 namespace {
 
 Expected<int> parse_positive(int v) {
-  if (v <= 0) return make_error(ErrorCategory::kInvalidInput, "test.not_positive", "got " + std::to_string(v));
+  if (v <= 0)
+    return make_error(ErrorCategory::kInvalidInput, "test.not_positive",
+                      "got " + std::to_string(v));
   return v;
 }
 

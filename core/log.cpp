@@ -89,9 +89,9 @@ std::string format_log_fields(std::string_view format, const LogContext& context
 Status setup_logging(const LogSetup& setup) {
   auto level = spdlog::level::from_str(setup.level);
   if (level == spdlog::level::off && setup.level != "off") {
-    return make_error(ErrorCategory::kInvalidInput, "log.bad_level",
-                      "unknown log level '" + setup.level +
-                          "' (expected trace, debug, info, warn or error)");
+    return make_error(
+        ErrorCategory::kInvalidInput, "log.bad_level",
+        "unknown log level '" + setup.level + "' (expected trace, debug, info, warn or error)");
   }
   if (setup.format != "text" && setup.format != "json") {
     return make_error(ErrorCategory::kInvalidInput, "log.bad_format",

@@ -28,8 +28,10 @@ TEST(Progress, NonTerminalPrintsPeriodicLinesAndASummary) {
   FakeClock clock;
   std::FILE* out = std::tmpfile();
   {
-    Progress p({.label = "import", .total = 4, .out = out, .is_tty = 0, .line_every_ms = 1000,
-                .now = [&] { return clock.t; }});
+    Progress p(
+        {.label = "import", .total = 4, .out = out, .is_tty = 0, .line_every_ms = 1000, .now = [&] {
+           return clock.t;
+         }});
     clock.advance_ms(500);
     p.advance();  // 500 ms since start: no line yet
     clock.advance_ms(600);

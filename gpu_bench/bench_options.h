@@ -92,12 +92,12 @@ struct BenchOptions {
       harness_wall_ms);
     v({.key = "harness_memory_bytes",
        .unit = "bytes",
-       .doc = "Host resident-memory limit of the harness child process (not an address-space limit: "
-              "CUDA reserves far more virtual memory than it uses).",
+       .doc =
+           "Host resident-memory limit of the harness child process (not an address-space limit: "
+           "CUDA reserves far more virtual memory than it uses).",
        .min = 1LL << 30},
       harness_memory_bytes);
-    v({.key = "python",
-       .doc = "Python interpreter of the node's PyTorch, which runs the harness."},
+    v({.key = "python", .doc = "Python interpreter of the node's PyTorch, which runs the harness."},
       python);
   }
 };

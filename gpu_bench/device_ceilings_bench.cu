@@ -19,13 +19,13 @@
 
 namespace {
 
-#define CHECK(call)                                                                      \
-  do {                                                                                   \
-    cudaError_t rc_ = (call);                                                            \
-    if (rc_ != cudaSuccess) {                                                            \
+#define CHECK(call)                                                                                \
+  do {                                                                                             \
+    cudaError_t rc_ = (call);                                                                      \
+    if (rc_ != cudaSuccess) {                                                                      \
       std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(rc_)); \
-      std::exit(1);                                                                      \
-    }                                                                                    \
+      std::exit(1);                                                                                \
+    }                                                                                              \
   } while (0)
 
 __global__ void copy_f4(const float4* __restrict__ in, float4* __restrict__ out, size_t n) {
@@ -79,20 +79,26 @@ int main() {
     CHECK(cudaMemset(out, 0xff, bytes));  // poison: a copy that writes nothing fails the check
     int sms = d.multiprocessors;
     auto kernel = [&] {
-      copy_f4<<<sms * 8, 512>>>(reinterpret_cast<const float4*>(in), reinterpret_cast<float4*>(out), n4);
+      copy_f4<<<sms * 8, 512>>>(reinterpret_cast<const float4*>(in), reinterpret_cast<float4*>(out),
+                                n4);
     };
     auto memcpy_ = [&] { CHECK(cudaMemcpyAsync(out, in, bytes, cudaMemcpyDeviceToDevice)); };
 
     // Correctness before any number: both copies must reproduce the input exactly.
     for (auto* f : {static_cast<void*>(&kernel), static_cast<void*>(&memcpy_)}) {
       CHECK(cudaMemset(out, 0xff, bytes));
-      if (f == &kernel) kernel(); else memcpy_();
+      if (f == &kernel)
+        kernel();
+      else
+        memcpy_();
       CHECK(cudaGetLastError());
       CHECK(cudaDeviceSynchronize());
       std::vector<float> a(1 << 20), b(1 << 20);
       for (size_t off : {size_t(0), bytes / 2, bytes - a.size() * sizeof(float)}) {
-        CHECK(cudaMemcpy(a.data(), reinterpret_cast<char*>(in) + off, a.size() * 4, cudaMemcpyDeviceToHost));
-        CHECK(cudaMemcpy(b.data(), reinterpret_cast<char*>(out) + off, b.size() * 4, cudaMemcpyDeviceToHost));
+        CHECK(cudaMemcpy(a.data(), reinterpret_cast<char*>(in) + off, a.size() * 4,
+                         cudaMemcpyDeviceToHost));
+        CHECK(cudaMemcpy(b.data(), reinterpret_cast<char*>(out) + off, b.size() * 4,
+                         cudaMemcpyDeviceToHost));
         if (a != b) {
           std::fprintf(stderr, "device_ceilings: GPU %d: %s copy is wrong at offset %zu\n", d.index,
                        f == &kernel ? "kernel" : "memcpy", off);
@@ -134,8 +140,9 @@ int main() {
                 gbps_memcpy, gbps_kernel, gbps_kernel / gbps_memcpy, median(health),
                 *std::max_element(health.begin(), health.end()));
   }
-  std::printf("method: 1 GiB D2D copy, bytes read+written / event time, median of 20 after 3 "
-              "warm-ups, memcpy and kernel interleaved; health check: 64 MiB kernel + copy-back + "
-              "host check, host wall clock, 20 calls\n");
+  std::printf(
+      "method: 1 GiB D2D copy, bytes read+written / event time, median of 20 after 3 "
+      "warm-ups, memcpy and kernel interleaved; health check: 64 MiB kernel + copy-back + "
+      "host check, host wall clock, 20 calls\n");
   return 0;
 }

@@ -53,7 +53,8 @@ Status run_check(int index, std::chrono::milliseconds deadline, std::size_t byte
   while ((q = cudaEventQuery(done)) == cudaErrorNotReady) {
     if (std::chrono::steady_clock::now() > until) {
       return make_error(ErrorCategory::kTimeout, "gpu.health_timeout",
-                        "GPU " + std::to_string(index) + ": health-check kernel did not finish within " +
+                        "GPU " + std::to_string(index) +
+                            ": health-check kernel did not finish within " +
                             std::to_string(deadline.count()) + " ms");
     }
     std::this_thread::sleep_for(std::chrono::microseconds(200));
@@ -80,10 +81,10 @@ DeviceList list_devices() {
   cudaError_t rc = cudaGetDeviceCount(&count);
   if (rc != cudaSuccess || count == 0) {
     // Error 35 (driver older than runtime / no driver) and 100 (no device) mean "no GPU here".
-    out.no_gpu_reason = rc != cudaSuccess ? std::string("cudaGetDeviceCount: ") +
-                                                cudaGetErrorString(rc) + " (" +
-                                                std::to_string(static_cast<int>(rc)) + ")"
-                                          : "cudaGetDeviceCount: 0 devices";
+    out.no_gpu_reason = rc != cudaSuccess
+                            ? std::string("cudaGetDeviceCount: ") + cudaGetErrorString(rc) + " (" +
+                                  std::to_string(static_cast<int>(rc)) + ")"
+                            : "cudaGetDeviceCount: 0 devices";
     cudaGetLastError();  // clear
     return out;
   }

@@ -27,10 +27,10 @@ struct DeviceInfo {
   int multiprocessors = 0;
   std::int64_t memory_bytes = 0;
   std::int64_t l2_bytes = 0;
-  int sm_clock_khz = 0;       ///< maximum SM clock
-  int memory_clock_khz = 0;   ///< maximum memory clock
+  int sm_clock_khz = 0;      ///< maximum SM clock
+  int memory_clock_khz = 0;  ///< maximum memory clock
   int memory_bus_bits = 0;
-  int driver_version = 0;     ///< e.g. 13000 for CUDA 13.0
+  int driver_version = 0;  ///< e.g. 13000 for CUDA 13.0
   int runtime_version = 0;
 };
 

@@ -47,10 +47,7 @@ struct LearnerOptions {
       clip_high);
     v({.key = "gamma", .doc = "GAE discount.", .min = 0.0, .max = 1.0}, gamma);
     v({.key = "gae_lambda", .doc = "GAE lambda.", .min = 0.0, .max = 1.0}, gae_lambda);
-    v({.key = "batch_episodes",
-       .unit = "episodes",
-       .doc = "Episodes per policy update.",
-       .min = 1},
+    v({.key = "batch_episodes", .unit = "episodes", .doc = "Episodes per policy update.", .min = 1},
       batch_episodes);
     v({.key = "staleness",
        .unit = "versions",

@@ -71,8 +71,8 @@ auto read_root(std::span<const std::uint8_t> bytes, const DecodeLimits& limits, 
   // Cap'n Proto reports malformed input by throwing kj::Exception; this is the adapter that
   // turns it into an Error.
   try {
-    capnp::FlatArrayMessageReader reader(kj::ArrayPtr<const capnp::word>(words.data(), words.size()),
-                                         options);
+    capnp::FlatArrayMessageReader reader(
+        kj::ArrayPtr<const capnp::word>(words.data(), words.size()), options);
     return fn(reader.getRoot<Root>());
   } catch (const kj::Exception& e) {
     return malformed(std::string(what) + ": " + e.getDescription().cStr());
@@ -91,10 +91,11 @@ std::string encode_error(const Error& error) {
 }
 
 Expected<Error> decode_error(std::span<const std::uint8_t> bytes, const DecodeLimits& limits) {
-  return read_root<wire::Error>(bytes, limits, "Error", [](wire::Error::Reader r) -> Expected<Error> {
-    return Expected<Error>(std::in_place,
-                           Error{from_wire(r.getCategory()), r.getCode().cStr(), r.getMessage().cStr()});
-  });
+  return read_root<wire::Error>(
+      bytes, limits, "Error", [](wire::Error::Reader r) -> Expected<Error> {
+        return Expected<Error>(std::in_place, Error{from_wire(r.getCategory()), r.getCode().cStr(),
+                                                    r.getMessage().cStr()});
+      });
 }
 
 std::string encode_request_header(const RequestHeader& header) {
@@ -113,11 +114,10 @@ Expected<RequestHeader> decode_request_header(std::span<const std::uint8_t> byte
   return read_root<wire::RequestHeader>(
       bytes, limits, "RequestHeader", [](wire::RequestHeader::Reader r) -> Expected<RequestHeader> {
         if (r.getFormatVersion() > wire::FORMAT_VERSION) {
-          return make_error(ErrorCategory::kInvalidInput, "wire.version",
-                            "RequestHeader: format version " +
-                                std::to_string(r.getFormatVersion()) +
-                                " is newer than this build's " +
-                                std::to_string(wire::FORMAT_VERSION));
+          return make_error(
+              ErrorCategory::kInvalidInput, "wire.version",
+              "RequestHeader: format version " + std::to_string(r.getFormatVersion()) +
+                  " is newer than this build's " + std::to_string(wire::FORMAT_VERSION));
         }
         RequestHeader h;
         h.format_version = r.getFormatVersion();

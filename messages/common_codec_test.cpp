@@ -22,8 +22,10 @@ TEST(CommonCodec, ErrorRoundTrips) {
 }
 
 TEST(CommonCodec, HeaderRoundTripsAndCarriesTheFormatVersion) {
-  RequestHeader h{.request_id = RequestId{"r-1"}, .run_id = RunId{"run"},
-                  .policy_version = PolicyVersion{7}, .deadline_unix_ms = 1'800'000'000'000};
+  RequestHeader h{.request_id = RequestId{"r-1"},
+                  .run_id = RunId{"run"},
+                  .policy_version = PolicyVersion{7},
+                  .deadline_unix_ms = 1'800'000'000'000};
   auto back = decode_request_header(as_span(encode_request_header(h)));
   ASSERT_TRUE(back) << back.error().to_string();
   EXPECT_EQ(back->format_version, 1);
@@ -70,10 +72,12 @@ TEST(CommonCodec, MutatedFramesNeverCrash) {
     const int edits = 1 + static_cast<int>(rng() % 8);
     for (int k = 0; k < edits; ++k) {
       switch (rng() % 4) {
-        case 0: f[rng() % f.size()] = static_cast<char>(rng()); break;      // flip a byte
-        case 1: f.resize(rng() % (f.size() + 1)); break;                     // truncate
+        case 0: f[rng() % f.size()] = static_cast<char>(rng()); break;  // flip a byte
+        case 1: f.resize(rng() % (f.size() + 1)); break;                // truncate
         case 2: f.insert(rng() % (f.size() + 1), 8, static_cast<char>(rng())); break;  // grow
-        case 3: if (!f.empty()) f[rng() % f.size()] ^= static_cast<char>(1u << (rng() % 8)); break;
+        case 3:
+          if (!f.empty()) f[rng() % f.size()] ^= static_cast<char>(1u << (rng() % 8));
+          break;
       }
       if (f.empty()) break;
     }

@@ -42,8 +42,7 @@ struct RolloutOptions {
               "generation slot.",
        .min = 1},
       concurrent_episodes);
-    v({.key = "temperature", .doc = "Sampling temperature.", .min = 0.0, .max = 10.0},
-      temperature);
+    v({.key = "temperature", .doc = "Sampling temperature.", .min = 0.0, .max = 10.0}, temperature);
     v({.key = "top_p", .doc = "Nucleus-sampling mass.", .min = 0.0, .max = 1.0}, top_p);
     v({.key = "max_new_tokens_per_turn",
        .unit = "tokens",

@@ -1,0 +1,28 @@
+// How the cuda-agent CLI is put together: main.cpp builds the CLI11 app and asks each command
+// group to add its subcommands. A subcommand's callback does the work and stores the process
+// exit code in CommandResult; nothing below main calls exit().
+//
+// Exit codes: 0 success; 1 the job ran and failed (a GPU health check failed, ...); 2 bad input
+// (malformed manifest, unknown flag, missing file).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include "core/error.h"
+
+namespace cuda_agent::cli {
+
+struct CommandResult {
+  int exit_code = 0;
+};
+
+/// Prints an Error to stderr as "cuda-agent: <message> [<category>/<code>]" and returns the exit
+/// code it maps to (2 for invalid input or not found, 1 otherwise).
+int report(const Error& error);
+
+void add_manifest_commands(CLI::App& app,
+                           CommandResult& result);             // manifest check|defaults, launch
+void add_keys_commands(CLI::App& app, CommandResult& result);  // keys generate
+void add_gpu_commands(CLI::App& app, CommandResult& result);   // gpu list|check
+
+}  // namespace cuda_agent::cli

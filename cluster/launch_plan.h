@@ -1,0 +1,61 @@
+// Launch plans: which processes a validated manifest starts on which node, with their command
+// lines and environments. `cuda-agent launch` executes a plan (locally, over ssh, or as rendered
+// Slurm / Kubernetes files) and can print it with render_plan().
+//
+// Per node, in this order:
+//   coordinator node  cuda-agent serve coordinator | compile-farm | bench-pool --manifest M
+//   'compile'         compile_workers x  cuda-agent serve compile-worker
+//                                          --connect tcp://COORD:port_base+2 --manifest M
+//   each bench GPU g  CUDA_VISIBLE_DEVICES=g cuda-agent serve bench-worker --gpu 0
+//                                          --connect tcp://COORD:port_base+4 --manifest M
+//   each rollout GPU  CUDA_VISIBLE_DEVICES=g NCCL_NVLS_ENABLE=0 cuda-agent serve rollout --gpu 0
+//                                          --connect tcp://COORD:port_base+0 --manifest M
+//   each learner GPU  CUDA_VISIBLE_DEVICES=g MASTER_ADDR=FIRST_LEARNER_HOST
+//                     MASTER_PORT=port_base+10 NCCL_NVLS_ENABLE=0
+//                     cuda-agent serve learner --rank R --world-size W --manifest M
+// GPU lists are taken in ascending order. Learner GPUs of all nodes form one data-parallel group;
+// ranks count nodes in manifest order, then GPUs in ascending order. NCCL_NVLS_ENABLE=0 is set on
+// every process that may join an NCCL communicator: NVLink multicast must stay off.
+//
+// Threading: plain functions on values. The output depends only on the arguments.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cluster/manifest.h"
+
+namespace cuda_agent {
+
+/// One process to start.
+struct ProcessSpec {
+  std::string role;  ///< the node role it serves: coordinator, compile, bench, rollout, learner
+  std::string name;  ///< unique on its node: "bench-worker-gpu6", "learner-rank3-gpu3", ...
+  std::vector<std::string> argv;           ///< argv[0] is "cuda-agent", found on PATH
+  std::map<std::string, std::string> env;  ///< added to the inherited environment
+};
+
+/// The processes of one node, in start order.
+struct NodePlan {
+  std::string host;
+  std::int64_t gpus = 0;
+  std::vector<std::string> roles;
+  std::vector<ProcessSpec> processes;
+};
+
+/// The launch plan of a validated manifest: one NodePlan per node, in manifest order.
+/// `manifest_path_for_argv` is passed as --manifest to every process, as given (it must name the
+/// manifest on each node, so use a path valid there).
+std::vector<NodePlan> plan_launch(const Manifest& manifest,
+                                  const std::string& manifest_path_for_argv);
+
+/// Plan as text, deterministic: per node a header line "# HOST: N GPUs; roles: a, b", then one
+/// line per process, "  ENV=v ... cuda-agent ...  # NAME", shell-quoted, then a blank line.
+std::string render_plan(const std::vector<NodePlan>& plan);
+
+/// `word` quoted for a POSIX shell when it needs quoting, else unchanged.
+std::string shell_quote(const std::string& word);
+
+}  // namespace cuda_agent

@@ -1,0 +1,143 @@
+// Launch plans of the examples: process counts, learner ranks, environments, determinism.
+#include "cluster/launch_plan.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+namespace cuda_agent {
+namespace {
+
+using ::testing::ElementsAre;
+
+Manifest load_example(const char* name) {
+  const char* dir = std::getenv("CUDA_AGENT_SOURCE_DIR");
+  if (dir == nullptr) {
+    ADD_FAILURE() << "CUDA_AGENT_SOURCE_DIR is not set; run through ctest";
+    return {};
+  }
+  Expected<Manifest> m = load_manifest(std::filesystem::path(dir) / "examples" / name);
+  if (!m) {
+    ADD_FAILURE() << m.error().to_string();
+    return {};
+  }
+  return *m;
+}
+
+std::vector<const ProcessSpec*> with_role(const std::vector<NodePlan>& plan,
+                                          std::string_view role) {
+  std::vector<const ProcessSpec*> out;
+  for (const NodePlan& node : plan) {
+    for (const ProcessSpec& p : node.processes) {
+      if (p.role == role) out.push_back(&p);
+    }
+  }
+  return out;
+}
+
+TEST(LaunchPlanTest, Cluster128) {
+  Manifest m = load_example("cluster-128.toml");
+  ASSERT_FALSE(m.nodes.empty());
+  std::vector<NodePlan> plan = plan_launch(m, "/shared/run.toml");
+  ASSERT_EQ(plan.size(), 20u);
+  EXPECT_EQ(plan[0].host, "cpu01");
+  ASSERT_GE(plan[0].processes.size(), 3u);
+  EXPECT_THAT(plan[0].processes[0].argv,
+              ElementsAre("cuda-agent", "serve", "coordinator", "--manifest", "/shared/run.toml"));
+  EXPECT_EQ(plan[0].processes[1].name, "compile-farm");
+  EXPECT_EQ(plan[0].processes[2].name, "bench-pool");
+
+  std::vector<const ProcessSpec*> learners = with_role(plan, "learner");
+  ASSERT_EQ(learners.size(), 64u);
+  for (std::size_t r = 0; r < learners.size(); ++r) {
+    const ProcessSpec& p = *learners[r];
+    EXPECT_THAT(p.argv, ElementsAre("cuda-agent", "serve", "learner", "--rank", std::to_string(r),
+                                    "--world-size", "64", "--manifest", "/shared/run.toml"));
+    EXPECT_EQ(p.env.at("CUDA_VISIBLE_DEVICES"), std::to_string(r % 8));
+    EXPECT_EQ(p.env.at("MASTER_ADDR"), "gpu01");
+    EXPECT_EQ(p.env.at("MASTER_PORT"), "5560");
+    EXPECT_EQ(p.env.at("NCCL_NVLS_ENABLE"), "0");
+  }
+  EXPECT_EQ(plan[4 + 1].host, "gpu02");  // 4 CPU nodes, then gpu01: rank 8 is gpu02's GPU 0
+  EXPECT_EQ(plan[5].processes[0].name, "learner-rank8-gpu0");
+
+  std::vector<const ProcessSpec*> bench = with_role(plan, "bench");
+  ASSERT_EQ(bench.size(), 16u);
+  for (std::size_t i = 0; i < bench.size(); ++i) {
+    std::string gpu = std::to_string(i % 8);
+    EXPECT_EQ(bench[i]->name, "bench-worker-gpu" + gpu);
+    EXPECT_EQ(bench[i]->env.at("CUDA_VISIBLE_DEVICES"), gpu);
+    EXPECT_THAT(bench[i]->argv,
+                ElementsAre("cuda-agent", "serve", "bench-worker", "--gpu", "0", "--connect",
+                            "tcp://cpu01:5554", "--manifest", "/shared/run.toml"));
+  }
+  std::vector<const ProcessSpec*> compile = with_role(plan, "compile");
+  ASSERT_EQ(compile.size(), 16u);
+  EXPECT_THAT(compile[0]->argv, ElementsAre("cuda-agent", "serve", "compile-worker", "--connect",
+                                            "tcp://cpu01:5552", "--manifest", "/shared/run.toml"));
+  EXPECT_EQ(with_role(plan, "rollout").size(), 48u);
+}
+
+TEST(LaunchPlanTest, RenderingIsDeterministic) {
+  Manifest m = load_example("cluster-128.toml");
+  std::string once = render_plan(plan_launch(m, "m.toml"));
+  EXPECT_EQ(render_plan(plan_launch(m, "m.toml")), once);
+  EXPECT_EQ(std::count(once.begin(), once.end(), '\n'),
+            20 /*headers*/ + 20 /*blank lines*/ + 3 + 16 + 64 + 48 + 16);
+}
+
+TEST(LaunchPlanTest, SingleMachineRendersExactly) {
+  Manifest m = load_example("single-machine.toml");
+  EXPECT_EQ(render_plan(plan_launch(m, "my run.toml")),
+            "# localhost: 1 GPU; roles: coordinator, learner, rollout, compile, bench\n"
+            "  cuda-agent serve coordinator --manifest 'my run.toml'  # coordinator\n"
+            "  cuda-agent serve compile-farm --manifest 'my run.toml'  # compile-farm\n"
+            "  cuda-agent serve bench-pool --manifest 'my run.toml'  # bench-pool\n"
+            "  cuda-agent serve compile-worker --connect tcp://localhost:5552 --manifest "
+            "'my run.toml'  # compile-worker-0\n"
+            "  CUDA_VISIBLE_DEVICES=0 cuda-agent serve bench-worker --gpu 0 --connect "
+            "tcp://localhost:5554 --manifest 'my run.toml'  # bench-worker-gpu0\n"
+            "  CUDA_VISIBLE_DEVICES=0 NCCL_NVLS_ENABLE=0 cuda-agent serve rollout --gpu 0 "
+            "--connect tcp://localhost:5550 --manifest 'my run.toml'  # rollout-gpu0\n"
+            "  CUDA_VISIBLE_DEVICES=0 MASTER_ADDR=localhost MASTER_PORT=5560 NCCL_NVLS_ENABLE=0 "
+            "cuda-agent serve learner --rank 0 --world-size 1 --manifest 'my run.toml'  "
+            "# learner-rank0-gpu0\n"
+            "\n");
+}
+
+TEST(LaunchPlanTest, TwoNodesLearnerGroupOnNodeB) {
+  Manifest m = load_example("two-nodes.toml");
+  std::vector<NodePlan> plan = plan_launch(m, "two-nodes.toml");
+  ASSERT_EQ(plan.size(), 2u);
+  std::vector<const ProcessSpec*> learners = with_role(plan, "learner");
+  ASSERT_EQ(learners.size(), 8u);
+  EXPECT_EQ(learners[7]->env.at("MASTER_ADDR"), "node-b");
+  EXPECT_EQ(learners[7]->argv[6], "8");  // --world-size
+  EXPECT_EQ(with_role(plan, "rollout").size(), 6u);
+  EXPECT_EQ(with_role(plan, "compile").size(), 2u);
+  EXPECT_EQ(with_role(plan, "bench").back()->env.at("CUDA_VISIBLE_DEVICES"), "7");
+}
+
+TEST(LaunchPlanTest, GpuListsAreTakenInAscendingOrder) {
+  Expected<Manifest> m = parse_manifest(
+      "[[nodes]]\nhost = \"a\"\ngpus = 4\nroles = [\"coordinator\", \"learner\"]\n"
+      "learner_gpus = [3, 1]\n",
+      "t.toml", "/");
+  ASSERT_TRUE(m.has_value()) << m.error().to_string();
+  std::vector<NodePlan> plan = plan_launch(*m, "t.toml");
+  std::vector<const ProcessSpec*> learners = with_role(plan, "learner");
+  ASSERT_EQ(learners.size(), 2u);
+  EXPECT_EQ(learners[0]->name, "learner-rank0-gpu1");
+  EXPECT_EQ(learners[1]->name, "learner-rank1-gpu3");
+}
+
+TEST(LaunchPlanTest, ShellQuote) {
+  EXPECT_EQ(shell_quote("tcp://a:1"), "tcp://a:1");
+  EXPECT_EQ(shell_quote("a b"), "'a b'");
+  EXPECT_EQ(shell_quote("it's"), "'it'\\''s'");
+  EXPECT_EQ(shell_quote(""), "''");
+}
+
+}  // namespace
+}  // namespace cuda_agent
