@@ -3,7 +3,6 @@
 //   RequestId id{"r-42"};   PolicyVersion v{7};   if (v < PolicyVersion{8}) ...
 #pragma once
 
-#include <compare>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -18,7 +17,13 @@ class StrongId {
   StrongId() = default;
   explicit StrongId(Rep value) : value_(std::move(value)) {}
   const Rep& value() const { return value_; }
-  auto operator<=>(const StrongId&) const = default;
+  // Spelled out rather than `<=> = default`: messages/ includes this at C++17 (see there).
+  friend bool operator==(const StrongId& a, const StrongId& b) { return a.value_ == b.value_; }
+  friend bool operator!=(const StrongId& a, const StrongId& b) { return a.value_ != b.value_; }
+  friend bool operator<(const StrongId& a, const StrongId& b) { return a.value_ < b.value_; }
+  friend bool operator<=(const StrongId& a, const StrongId& b) { return a.value_ <= b.value_; }
+  friend bool operator>(const StrongId& a, const StrongId& b) { return a.value_ > b.value_; }
+  friend bool operator>=(const StrongId& a, const StrongId& b) { return a.value_ >= b.value_; }
 
  private:
   Rep value_{};

@@ -51,8 +51,8 @@ Error malformed(const std::string& what) {
 // Reads one flat message and applies `fn` to its root reader. ZeroMQ frames are not guaranteed
 // 8-byte aligned, which Cap'n Proto readers need, so the bytes are copied into words first.
 template <class Root, class Fn>
-auto read_root(std::span<const std::uint8_t> bytes, const DecodeLimits& limits, const char* what,
-               Fn&& fn) -> decltype(fn(std::declval<typename Root::Reader>())) {
+auto read_root(std::string_view bytes, const DecodeLimits& limits, const char* what, Fn&& fn)
+    -> decltype(fn(std::declval<typename Root::Reader>())) {
   if (bytes.size() > limits.max_bytes) {
     return make_error(ErrorCategory::kInvalidInput, "wire.too_large",
                       std::string(what) + ": " + std::to_string(bytes.size()) +
@@ -90,7 +90,7 @@ std::string encode_error(const Error& error) {
   return to_bytes(message);
 }
 
-Expected<Error> decode_error(std::span<const std::uint8_t> bytes, const DecodeLimits& limits) {
+Expected<Error> decode_error(std::string_view bytes, const DecodeLimits& limits) {
   return read_root<wire::Error>(
       bytes, limits, "Error", [](wire::Error::Reader r) -> Expected<Error> {
         return Expected<Error>(std::in_place, Error{from_wire(r.getCategory()), r.getCode().cStr(),
@@ -109,8 +109,7 @@ std::string encode_request_header(const RequestHeader& header) {
   return to_bytes(message);
 }
 
-Expected<RequestHeader> decode_request_header(std::span<const std::uint8_t> bytes,
-                                              const DecodeLimits& limits) {
+Expected<RequestHeader> decode_request_header(std::string_view bytes, const DecodeLimits& limits) {
   return read_root<wire::RequestHeader>(
       bytes, limits, "RequestHeader", [](wire::RequestHeader::Reader r) -> Expected<RequestHeader> {
         if (r.getFormatVersion() > wire::FORMAT_VERSION) {

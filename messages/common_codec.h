@@ -1,14 +1,15 @@
 // Codecs between the common wire types (messages/common.capnp) and plain C++ types. Codecs in
 // messages/ are the only code that touches capnp builders and readers.
 //
-// Decoding never trusts its input: truncated, garbage or oversized bytes give an Error (category
-// invalid_input, code "wire.malformed" / "wire.too_large" / "wire.version"), never an exception
-// or a crash.
+// Byte buffers are std::string / std::string_view (this library is built as C++17; see
+// messages/CMakeLists.txt). Decoding never trusts its input: truncated, garbage or oversized bytes
+// give an Error (category invalid_input, code "wire.malformed" / "wire.too_large" /
+// "wire.version"), never an exception or a crash.
 #pragma once
 
 #include <cstdint>
-#include <span>
 #include <string>
+#include <string_view>
 
 #include "core/error.h"
 #include "core/ids.h"
@@ -34,12 +35,12 @@ struct DecodeLimits {
 
 /// One flat Cap'n Proto message (unpacked framing) holding an Error.
 std::string encode_error(const Error& error);
-Expected<Error> decode_error(std::span<const std::uint8_t> bytes, const DecodeLimits& limits = {});
+Expected<Error> decode_error(std::string_view bytes, const DecodeLimits& limits = {});
 
 /// One flat message holding a RequestHeader; the current formatVersion is filled in on encode.
 std::string encode_request_header(const RequestHeader& header);
 /// Rejects a header whose format version is newer than this build understands.
-Expected<RequestHeader> decode_request_header(std::span<const std::uint8_t> bytes,
+Expected<RequestHeader> decode_request_header(std::string_view bytes,
                                               const DecodeLimits& limits = {});
 
 }  // namespace cuda_agent

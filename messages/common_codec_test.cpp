@@ -8,9 +8,7 @@
 namespace cuda_agent {
 namespace {
 
-std::span<const std::uint8_t> as_span(const std::string& s) {
-  return {reinterpret_cast<const std::uint8_t*>(s.data()), s.size()};
-}
+std::string_view as_span(const std::string& s) { return s; }
 
 TEST(CommonCodec, ErrorRoundTrips) {
   Error e = make_error(ErrorCategory::kPolicy, "policy.symbol", "dlopen is not allowed");
@@ -42,7 +40,7 @@ TEST(CommonCodec, RejectsEmptyTruncatedOversizedAndUnalignedInput) {
   EXPECT_EQ(decode_error(as_span(good), {.max_bytes = 8}).error().code, "wire.too_large");
   // Not 8-byte aligned in memory: the decoder copies, so this still decodes.
   std::string shifted = "x" + good;
-  EXPECT_TRUE(decode_error(as_span(shifted).subspan(1)));
+  EXPECT_TRUE(decode_error(as_span(shifted).substr(1)));
 }
 
 TEST(CommonCodec, RejectsANewerFormatVersion) {
