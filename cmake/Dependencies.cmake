@@ -16,7 +16,20 @@ target_include_directories(ca_torch SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS})
 # PyTorch 2.11's libtorch.so exports a broken partial std::filesystem. libstdc++ must be the first
 # NEEDED entry of every torch-linked binary so the real one binds (docs/BUILDING.md); the
 # post-build check in CudaAgentTargets.cmake fails the build when it is not.
-target_link_options(ca_torch INTERFACE "LINKER:--no-as-needed" "-lstdc++")
+# The shared libstdc++ is named by its full path: a toolchain that links libstdc++ statically
+# (seen on the GPU nodes: `-lstdc++` there gave no NEEDED entry at all) would otherwise leave
+# std::filesystem to bind to libtorch's copy.
+execute_process(COMMAND ${CMAKE_CXX_COMPILER} -print-file-name=libstdc++.so
+                OUTPUT_VARIABLE CA_LIBSTDCXX_GUESS OUTPUT_STRIP_TRAILING_WHITESPACE TIMEOUT 30)
+if(IS_ABSOLUTE "${CA_LIBSTDCXX_GUESS}" AND EXISTS "${CA_LIBSTDCXX_GUESS}")
+  get_filename_component(CA_LIBSTDCXX_HINT "${CA_LIBSTDCXX_GUESS}" REALPATH)
+  get_filename_component(CA_LIBSTDCXX_HINT "${CA_LIBSTDCXX_HINT}" DIRECTORY)
+endif()
+find_library(CA_LIBSTDCXX NAMES libstdc++.so.6 libstdc++.so
+             HINTS ${CA_LIBSTDCXX_HINT} PATHS /usr/lib/x86_64-linux-gnu /usr/lib64 /usr/lib
+             NO_CACHE REQUIRED)
+message(STATUS "Shared libstdc++ linked first into torch binaries: ${CA_LIBSTDCXX}")
+target_link_options(ca_torch INTERFACE "LINKER:--no-as-needed" "${CA_LIBSTDCXX}")
 set(CUDA_AGENT_TORCH_VERSION "${Torch_VERSION}")
 
 find_package(RocksDB REQUIRED)
