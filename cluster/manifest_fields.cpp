@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "cluster/manifest_internal.h"
+#include "core/escape.h"
 
 namespace cuda_agent::manifest_detail {
 namespace {
@@ -124,23 +125,7 @@ std::string toml_value(double value) {
 
 std::string toml_value(std::string_view value) {
   std::string out = "\"";
-  for (char c : value) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
-          char hex[8];
-          std::snprintf(hex, sizeof hex, "\\u%04x", static_cast<unsigned>(c));
-          out += hex;
-        } else {
-          out += c;
-        }
-    }
-  }
+  append_escaped(out, value);
   return out + '"';
 }
 

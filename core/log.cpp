@@ -1,9 +1,10 @@
 #include "core/log.h"
 
+#include "core/escape.h"
+
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include <cstdio>
 #include <mutex>
 
 namespace cuda_agent {
@@ -18,26 +19,6 @@ bool needs_quotes(std::string_view v) {
     if (c == ' ' || c == '"' || c == '=' || c == '\n' || c == '\t') return true;
   }
   return false;
-}
-
-void append_escaped(std::string& out, std::string_view v) {
-  for (char c : v) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += c;
-        }
-    }
-  }
 }
 
 void append_field(std::string& out, bool json, std::string_view key, std::string_view value) {

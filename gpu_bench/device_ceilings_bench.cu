@@ -85,12 +85,9 @@ int main() {
     auto memcpy_ = [&] { CHECK(cudaMemcpyAsync(out, in, bytes, cudaMemcpyDeviceToDevice)); };
 
     // Correctness before any number: both copies must reproduce the input exactly.
-    for (auto* f : {static_cast<void*>(&kernel), static_cast<void*>(&memcpy_)}) {
+    auto copies_correctly = [&](const char* what, auto&& copy) {
       CHECK(cudaMemset(out, 0xff, bytes));
-      if (f == &kernel)
-        kernel();
-      else
-        memcpy_();
+      copy();
       CHECK(cudaGetLastError());
       CHECK(cudaDeviceSynchronize());
       std::vector<float> a(1 << 20), b(1 << 20);
@@ -101,11 +98,13 @@ int main() {
                          cudaMemcpyDeviceToHost));
         if (a != b) {
           std::fprintf(stderr, "device_ceilings: GPU %d: %s copy is wrong at offset %zu\n", d.index,
-                       f == &kernel ? "kernel" : "memcpy", off);
-          return 1;
+                       what, off);
+          return false;
         }
       }
-    }
+      return true;
+    };
+    if (!copies_correctly("kernel", kernel) || !copies_correctly("memcpy", memcpy_)) return 1;
 
     cudaEvent_t e0, e1;
     CHECK(cudaEventCreate(&e0));
