@@ -23,8 +23,10 @@ ProcessSpec serve(std::string role, std::string name, std::vector<std::string> a
                   const std::string& manifest_path) {
   ProcessSpec p{.role = std::move(role), .name = std::move(name), .argv = {kProgram, "serve"}};
   p.argv.insert(p.argv.end(), args.begin(), args.end());
-  p.argv.push_back("--manifest");
-  p.argv.push_back(manifest_path);
+  if (!manifest_path.empty()) {  // empty: the embedded default, which every process has built in
+    p.argv.push_back("--manifest");
+    p.argv.push_back(manifest_path);
+  }
   return p;
 }
 

@@ -47,7 +47,8 @@ struct NodePlan {
 
 /// The launch plan of a validated manifest: one NodePlan per node, in manifest order.
 /// `manifest_path_for_argv` is passed as --manifest to every process, as given (it must name the
-/// manifest on each node, so use a path valid there).
+/// manifest on each node, so use a path valid there). Empty means the embedded single-machine
+/// default: the processes then get no --manifest and use the default built into them.
 std::vector<NodePlan> plan_launch(const Manifest& manifest,
                                   const std::string& manifest_path_for_argv);
 

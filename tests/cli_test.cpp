@@ -90,6 +90,8 @@ TEST(Cli, LaunchDryRunPrintsOneBlockPerNode) {
   CmdResult d = run("launch --dry-run");  // the embedded single-machine default
   EXPECT_EQ(d.exit_code, 0) << d.output;
   EXPECT_NE(d.output.find("serve bench-worker"), std::string::npos) << d.output;
+  // Its processes use the default built into them: no --manifest argument.
+  EXPECT_EQ(d.output.find("--manifest"), std::string::npos) << d.output;
   EXPECT_EQ(run("launch").exit_code, 2);  // --dry-run is required until the roles land
 }
 
