@@ -4,8 +4,8 @@
 #pragma once
 
 #include <capnp/message.h>
-#include <capnp/serialize.h>
 #include <capnp/serialize-packed.h>
+#include <capnp/serialize.h>
 #include <kj/exception.h>
 
 #include <cstring>
