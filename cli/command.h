@@ -24,5 +24,7 @@ void add_manifest_commands(CLI::App& app,
                            CommandResult& result);             // manifest check|defaults, launch
 void add_keys_commands(CLI::App& app, CommandResult& result);  // keys generate
 void add_gpu_commands(CLI::App& app, CommandResult& result);   // gpu list|check
+void add_store_commands(CLI::App& app,
+                        CommandResult& result);  // runs list|show, trajectories export|show
 
 }  // namespace cuda_agent::cli

@@ -1,0 +1,97 @@
+// A work-pool client: submits requests to a WorkPoolBroker (work_pool_broker.h) and waits for
+// their outcomes, each until the request's own deadline.
+//
+//   auto client = PoolClient::connect({.broker_endpoint = broker->client_endpoint()});
+//   RequestHeader h{.request_id = RequestId{"r-1"}, .run_id = RunId{"run"},
+//                   .deadline_unix_ms = now_unix_ms() + 30'000};
+//   Expected<std::string> out = (*client)->call({h, {"cpu"}, payload});
+//
+// Every request needs a request id (the idempotency key: sending the same id again, from any
+// client, returns the same outcome without running it twice) and a deadline. No wait outlives
+// the deadline: at the deadline the caller gets "pool.deadline_expired" (category timeout), and a
+// reply arriving later is discarded (late_replies()). While the broker is down, requests wait in
+// the socket and go out when it is back (ZeroMQ reconnects), deadline permitting.
+//
+// Threading: one io thread owns the DEALER socket. call(), call_async() and stats() are safe from
+// any thread except the io thread itself (a callback must not call call()). Callbacks run on the
+// io thread (or on the calling thread when a request is refused before it is sent), once each.
+// The destructor completes every pending call with "pool.client_closed".
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "actors/pool_transport.h"
+#include "core/error.h"
+#include "core/ids.h"
+#include "messages/common_codec.h"
+#include "messages/pool_codec.h"
+
+namespace cuda_agent {
+
+/// One request for a pool.
+struct PoolRequest {
+  RequestHeader header;           ///< request_id and deadline_unix_ms are required
+  std::vector<std::string> tags;  ///< capabilities the worker must have; empty: any worker
+  std::string payload;            ///< opaque to the pool (a compile or bench request)
+};
+
+/// The outcome of one request.
+struct PoolOutcome {
+  RequestId request_id;
+  /// The worker's result payload, or a typed error (from the worker's handler, the broker or
+  /// this client: "pool.deadline_expired", "pool.busy", "pool.attempts_exhausted", ...).
+  Expected<std::string> result = Error{};
+  std::uint32_t attempts = 0;  ///< deliveries to workers (0: none, e.g. refused or expired)
+  WorkerId worker_id;          ///< who produced the result; empty when no worker did
+};
+
+using PoolCallback = std::function<void(PoolOutcome)>;
+
+struct PoolClientOptions {
+  /// The broker's client endpoint, e.g. "tcp://coordinator:5551". Required.
+  std::string broker_endpoint;
+  /// Largest envelope and payload accepted in a reply; larger requests are refused before
+  /// sending. Default: 64 KiB, 64 MiB.
+  std::int64_t max_envelope_bytes = 64 << 10;
+  std::int64_t max_payload_bytes = 64ll << 20;
+  /// CURVE keys when the broker is secured; nullopt: plain TCP.
+  std::optional<CurveClientKeys> curve;
+};
+
+class PoolClient {
+ public:
+  /// Creates the socket and io thread and connects (asynchronously: it does not wait for the
+  /// broker). Fails on bad options.
+  static Expected<std::unique_ptr<PoolClient>> connect(const PoolClientOptions& options);
+  ~PoolClient();
+  PoolClient(const PoolClient&) = delete;
+  PoolClient& operator=(const PoolClient&) = delete;
+
+  /// Sends `request` and blocks until its outcome or its deadline.
+  Expected<std::string> call(PoolRequest request);
+  /// The same, with attempts and worker id.
+  PoolOutcome call_with_details(PoolRequest request);
+  /// Sends `request`; `done` gets its outcome once, by the deadline at the latest. A second call
+  /// with an id still pending on this client shares the first one's outcome.
+  void call_async(PoolRequest request, PoolCallback done);
+
+  /// The broker's stats, or a timeout error after `timeout`.
+  Expected<PoolStats> stats(std::chrono::milliseconds timeout = std::chrono::seconds(5));
+
+  /// Replies discarded because no call was waiting (its deadline had passed).
+  std::uint64_t late_replies() const;
+
+  class Impl;
+
+ private:
+  explicit PoolClient(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace cuda_agent

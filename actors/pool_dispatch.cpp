@@ -1,0 +1,374 @@
+#include "actors/pool_dispatch.h"
+
+#include <algorithm>
+
+#include "core/log.h"
+
+namespace cuda_agent {
+namespace {
+
+constexpr std::size_t kLatencySamples = 1024;
+constexpr std::size_t kExpiredRemembered = 4096;
+
+Error deadline_error(const std::string& id, const char* where) {
+  return make_error(ErrorCategory::kTimeout, "pool.deadline_expired",
+                    "request " + id + " passed its deadline " + where);
+}
+
+std::uint64_t percentile(std::vector<std::uint32_t> samples, double q) {
+  if (samples.empty()) return 0;
+  auto k = static_cast<std::size_t>(q * static_cast<double>(samples.size() - 1) + 0.5);
+  std::nth_element(samples.begin(), samples.begin() + static_cast<std::ptrdiff_t>(k),
+                   samples.end());
+  return samples[k];
+}
+
+}  // namespace
+
+PoolDispatcher::PoolDispatcher(const WorkPoolBrokerOptions& options, PoolOutbox& outbox)
+    : options_(options), outbox_(outbox) {}
+
+void PoolDispatcher::refuse(const std::string& client, const RequestId& request_id,
+                            const Error& error) {
+  PoolReply reply;
+  reply.request_id = request_id;
+  reply.error = error;
+  outbox_.to_client(client, encode_pool(reply), nullptr);
+}
+
+void PoolDispatcher::on_submit(const std::string& client, PoolSubmit submit, zmq::message_t payload,
+                               const PoolNow& now) {
+  const std::string id = submit.header.request_id.value();
+  ++stats_.submitted;
+  if (auto c = cache_.find(id); c != cache_.end()) {
+    ++stats_.cache_hits;
+    Cached& hit = c->second;
+    PoolReply reply{RequestId{id}, hit.error, hit.payload.size(), hit.attempts, hit.worker};
+    outbox_.to_client(client, encode_pool(reply), hit.error ? nullptr : &hit.payload);
+    return;
+  }
+  if (auto r = requests_.find(id); r != requests_.end()) {
+    ++stats_.attached;
+    auto& waiters = r->second.waiters;
+    if (std::find(waiters.begin(), waiters.end(), client) == waiters.end()) {
+      waiters.push_back(client);
+    }
+    return;
+  }
+  if (submit.header.deadline_unix_ms <= now.unix_ms) {
+    ++stats_.expired;
+    refuse(client, submit.header.request_id, deadline_error(id, "before it reached the broker"));
+    return;
+  }
+  auto worker = pick_worker(submit.tags);
+  if (worker == workers_.end() &&
+      queue_.size() >= static_cast<std::size_t>(options_.max_queued_requests)) {
+    ++stats_.rejected_busy;
+    refuse(client, submit.header.request_id,
+           make_error(ErrorCategory::kUnavailable, "pool.busy",
+                      options_.name + ": " + std::to_string(queue_.size()) +
+                          " requests are waiting already; retry later"));
+    return;
+  }
+  Request& request = requests_[id];
+  request.header = std::move(submit.header);
+  request.tags = std::move(submit.tags);
+  request.payload = std::move(payload);
+  request.waiters.push_back(client);
+  if (worker != workers_.end()) {
+    dispatch(id, request, worker->first, worker->second, now);
+  } else {
+    request.queued = true;
+    queue_.push_back(id);
+  }
+}
+
+bool PoolDispatcher::matches(const Worker& w, const std::vector<std::string>& tags) {
+  for (const auto& tag : tags) {
+    if (!std::binary_search(w.tags.begin(), w.tags.end(), tag)) return false;
+  }
+  return true;
+}
+
+PoolDispatcher::WorkerMap::iterator PoolDispatcher::pick_worker(
+    const std::vector<std::string>& tags) {
+  auto best = workers_.end();
+  for (auto it = workers_.begin(); it != workers_.end(); ++it) {
+    const Worker& w = it->second;
+    if (w.running.size() >= w.slots || !matches(w, tags)) continue;
+    if (best == workers_.end() || w.last_assigned < best->second.last_assigned) best = it;
+  }
+  return best;
+}
+
+void PoolDispatcher::dispatch(const std::string& request_id, Request& request,
+                              const std::string& worker_peer, Worker& worker, const PoolNow& now) {
+  ++request.attempts;
+  request.queued = false;
+  request.worker = worker_peer;
+  request.dispatched_at = now.steady;
+  worker.running.insert(request_id);
+  worker.last_assigned = ++assign_seq_;
+  PoolWork work{request.header, request.payload.size(), request.attempts};
+  outbox_.to_worker(worker_peer, encode_pool(work), &request.payload);
+}
+
+void PoolDispatcher::fill(const std::string& worker_peer, const PoolNow& now) {
+  auto w = workers_.find(worker_peer);
+  if (w == workers_.end()) return;
+  Worker& worker = w->second;
+  auto it = queue_.begin();
+  while (worker.running.size() < worker.slots && it != queue_.end()) {
+    Request& request = requests_.at(*it);
+    if (!matches(worker, request.tags)) {
+      ++it;
+      continue;
+    }
+    std::string id = *it;
+    it = queue_.erase(it);
+    dispatch(id, request, worker_peer, worker, now);
+  }
+}
+
+void PoolDispatcher::dispatch_queue(const PoolNow& now) {
+  for (auto it = queue_.begin(); it != queue_.end();) {
+    Request& request = requests_.at(*it);
+    auto worker = pick_worker(request.tags);
+    if (worker == workers_.end()) {
+      ++it;
+      continue;
+    }
+    std::string id = *it;
+    it = queue_.erase(it);
+    dispatch(id, request, worker->first, worker->second, now);
+  }
+}
+
+void PoolDispatcher::on_ready(const std::string& peer, const PoolReady& ready, const PoolNow& now) {
+  const std::string& id = ready.worker_id.value();
+  if (auto old = peer_of_worker_id_.find(id);
+      old != peer_of_worker_id_.end() && old->second != peer) {
+    lose_worker(std::string(old->second), "replaced by a new connection", false, now);
+  }
+  auto [it, inserted] = workers_.try_emplace(peer);
+  Worker& w = it->second;
+  if (inserted) w.registered_at = now.steady;
+  w.id = ready.worker_id;
+  w.tags = ready.tags;
+  std::sort(w.tags.begin(), w.tags.end());
+  w.slots = ready.slots;
+  // Requests it still holds from before (a restarted broker, a new connection) occupy slots
+  // until their results come; if this broker knows them, they run there already.
+  for (const auto& id : ready.running) w.running.insert(id);
+  w.last_heard = now.steady;
+  peer_of_worker_id_[id] = peer;
+  if (inserted) {
+    log_info("pool worker joined", {{"pool", options_.name},
+                                    {"worker", id},
+                                    {"slots", std::to_string(w.slots)},
+                                    {"workers", std::to_string(workers_.size())}});
+  }
+  fill(peer, now);
+}
+
+void PoolDispatcher::on_heartbeat(const std::string& peer, const PoolHeartbeat& heartbeat,
+                                  const PoolNow& now) {
+  auto it = workers_.find(peer);
+  if (it == workers_.end()) {
+    outbox_.to_worker(peer, encode_pool(PoolReregister{}), nullptr);
+    return;
+  }
+  it->second.last_heard = now.steady;
+  it->second.heartbeat_seen = true;
+  outbox_.to_worker(peer, encode_pool(PoolHeartbeat{WorkerId{}, heartbeat.seq}), nullptr);
+}
+
+void PoolDispatcher::on_result(const std::string& peer, const PoolResult& result,
+                               zmq::message_t payload, const PoolNow& now) {
+  const std::string& id = result.request_id.value();
+  auto w = workers_.find(peer);
+  bool was_running = false;
+  if (w == workers_.end()) {
+    // Dropped earlier or the broker restarted; its result still counts if the request waits.
+    outbox_.to_worker(peer, encode_pool(PoolReregister{}), nullptr);
+  } else {
+    w->second.last_heard = now.steady;
+    was_running = w->second.running.erase(id) > 0;
+  }
+  auto r = requests_.find(id);
+  if (r == requests_.end()) {
+    if (expired_ids_.count(id)) {
+      ++stats_.late_results;
+    } else {
+      ++stats_.unknown_results;
+    }
+  } else if (now.unix_ms >= r->second.header.deadline_unix_ms) {
+    ++stats_.late_results;
+    expire(id, "on a worker");
+  } else {
+    WorkerId by;
+    if (w != workers_.end()) {
+      by = w->second.id;
+      ++w->second.completed;
+      if (result.error) ++w->second.failed;
+      if (was_running) record_latency(w->second, r->second.dispatched_at, now);
+    }
+    ++stats_.completed;
+    // The request may also be running on another worker (re-queued after this one was
+    // dropped): the first result wins; the other worker's slot frees when its result comes.
+    Cached cached{result.error, share_frame(payload), r->second.attempts, by};
+    finish(id, result.error, result.error ? nullptr : &payload, by);
+    remember(id, std::move(cached));
+  }
+  if (was_running) fill(peer, now);
+}
+
+void PoolDispatcher::on_disconnect(const std::string& peer, const PoolNow& now) {
+  lose_worker(peer, "left", true, now);
+}
+
+void PoolDispatcher::lose_worker(const std::string& peer, const char* reason, bool refund,
+                                 const PoolNow& now) {
+  auto it = workers_.find(peer);
+  if (it == workers_.end()) return;
+  Worker lost = std::move(it->second);
+  workers_.erase(it);
+  if (auto p = peer_of_worker_id_.find(lost.id.value());
+      p != peer_of_worker_id_.end() && p->second == peer) {
+    peer_of_worker_id_.erase(p);
+  }
+  ++stats_.workers_lost;
+  // A worker that says goodbye (refund) is news; one that vanished is a warning.
+  auto log = refund ? log_info : log_warn;
+  log("pool worker gone", {{"pool", options_.name},
+                           {"worker", lost.id.value()},
+                           {"reason", reason},
+                           {"requests", std::to_string(lost.running.size())}});
+  std::vector<std::string> requeue;
+  for (const std::string& id : lost.running) {
+    auto r = requests_.find(id);
+    if (r == requests_.end() || r->second.queued || r->second.worker != peer) continue;
+    Request& request = r->second;
+    if (refund) --request.attempts;
+    if (request.attempts >= static_cast<std::uint64_t>(options_.max_attempts)) {
+      ++stats_.attempts_exhausted;
+      finish(id,
+             make_error(ErrorCategory::kUnavailable, "pool.attempts_exhausted",
+                        "request " + id + " was given to " + std::to_string(request.attempts) +
+                            " workers and each was lost (last: " + lost.id.value() + ", " + reason +
+                            ")"),
+             nullptr, lost.id);
+      continue;
+    }
+    request.queued = true;
+    request.worker.clear();
+    requeue.push_back(id);
+    ++stats_.requeued;
+  }
+  for (auto id = requeue.rbegin(); id != requeue.rend(); ++id) queue_.push_front(*id);
+  dispatch_queue(now);
+}
+
+void PoolDispatcher::finish(const std::string& request_id, const std::optional<Error>& error,
+                            zmq::message_t* payload, const WorkerId& worker) {
+  auto it = requests_.find(request_id);
+  if (it == requests_.end()) return;
+  Request request = std::move(it->second);
+  requests_.erase(it);
+  if (request.queued) queue_.erase(std::find(queue_.begin(), queue_.end(), request_id));
+  PoolReply reply{RequestId{request_id}, error, payload ? payload->size() : 0, request.attempts,
+                  worker};
+  const std::string envelope = encode_pool(reply);
+  for (const std::string& client : request.waiters) {
+    outbox_.to_client(client, envelope, error ? nullptr : payload);
+  }
+}
+
+void PoolDispatcher::expire(const std::string& request_id, const char* where) {
+  ++stats_.expired;
+  finish(request_id, deadline_error(request_id, where), nullptr, WorkerId{});
+  remember_expired(request_id);
+}
+
+void PoolDispatcher::housekeeping(const PoolNow& now) {
+  std::vector<std::string> silent;
+  for (const auto& [peer, w] : workers_) {
+    SteadyTime due = w.last_heard + std::chrono::milliseconds(options_.heartbeat_timeout_ms);
+    if (!w.heartbeat_seen) {
+      due = std::max(
+          due, w.registered_at + std::chrono::milliseconds(options_.first_heartbeat_grace_ms));
+    }
+    if (now.steady >= due) silent.push_back(peer);
+  }
+  for (const auto& peer : silent) lose_worker(peer, "missed heartbeats", false, now);
+
+  std::vector<std::pair<std::string, bool>> late;  // request id, was queued
+  for (const auto& [id, request] : requests_) {
+    if (request.header.deadline_unix_ms <= now.unix_ms) late.emplace_back(id, request.queued);
+  }
+  if (late.empty()) return;
+  // One pass over the queue instead of one erase per expired request.
+  std::deque<std::string> kept;
+  for (auto& id : queue_) {
+    Request& request = requests_.at(id);
+    if (request.header.deadline_unix_ms <= now.unix_ms) {
+      request.queued = false;
+    } else {
+      kept.push_back(std::move(id));
+    }
+  }
+  queue_.swap(kept);
+  for (const auto& [id, queued] : late) expire(id, queued ? "in the queue" : "on a worker");
+}
+
+void PoolDispatcher::record_latency(Worker& worker, SteadyTime dispatched_at, const PoolNow& now) {
+  auto us = std::chrono::duration_cast<std::chrono::microseconds>(now.steady - dispatched_at);
+  auto sample = static_cast<std::uint32_t>(std::min<std::int64_t>(us.count(), UINT32_MAX));
+  if (worker.latencies_us.size() < kLatencySamples) {
+    worker.latencies_us.push_back(sample);
+  } else {
+    worker.latencies_us[worker.latency_next] = sample;
+    worker.latency_next = (worker.latency_next + 1) % kLatencySamples;
+  }
+}
+
+void PoolDispatcher::remember(const std::string& request_id, Cached cached) {
+  const std::uint64_t bytes = cached.payload.size();
+  if (options_.result_cache_entries <= 0 ||
+      bytes > static_cast<std::uint64_t>(options_.result_cache_bytes)) {
+    return;
+  }
+  if (!cache_.emplace(request_id, std::move(cached)).second) return;
+  cache_bytes_ += bytes;
+  cache_order_.push_back(request_id);
+  while (cache_order_.size() > static_cast<std::size_t>(options_.result_cache_entries) ||
+         cache_bytes_ > static_cast<std::uint64_t>(options_.result_cache_bytes)) {
+    auto oldest = cache_.find(cache_order_.front());
+    cache_bytes_ -= oldest->second.payload.size();
+    cache_.erase(oldest);
+    cache_order_.pop_front();
+  }
+}
+
+void PoolDispatcher::remember_expired(const std::string& request_id) {
+  if (!expired_ids_.insert(request_id).second) return;
+  expired_order_.push_back(request_id);
+  if (expired_order_.size() > kExpiredRemembered) {
+    expired_ids_.erase(expired_order_.front());
+    expired_order_.pop_front();
+  }
+}
+
+PoolStats PoolDispatcher::stats() const {
+  PoolStats s = stats_;
+  s.queue_depth = queue_.size();
+  s.in_flight = requests_.size() - queue_.size();
+  for (const auto& [peer, w] : workers_) {
+    s.workers.push_back(PoolWorkerStats{
+        w.id, w.tags, w.slots, static_cast<std::uint32_t>(w.running.size()), w.completed, w.failed,
+        percentile(w.latencies_us, 0.5), percentile(w.latencies_us, 0.99)});
+  }
+  return s;
+}
+
+}  // namespace cuda_agent

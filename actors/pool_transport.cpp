@@ -1,0 +1,135 @@
+#include "actors/pool_transport.h"
+
+#include <zmq.h>
+
+#include <cstdio>
+#include <utility>
+
+namespace cuda_agent {
+namespace {
+
+Error bad_key(const std::string& what) {
+  return make_error(ErrorCategory::kInvalidInput, "pool.curve_key", what);
+}
+
+bool valid_z85_key(const std::string& key) {
+  std::uint8_t raw[32];
+  return key.size() == 40 && zmq_z85_decode(raw, key.c_str()) != nullptr;
+}
+
+}  // namespace
+
+Status apply_curve_client(zmq::socket_t& socket, const CurveClientKeys& keys) {
+  if (!valid_z85_key(keys.server_public_z85)) return bad_key("server public key is not Z85");
+  if (!valid_z85_key(keys.client.public_z85) || !valid_z85_key(keys.client.secret_z85)) {
+    return bad_key("client key pair is not two Z85 keys");
+  }
+  try {
+    socket.set(zmq::sockopt::curve_serverkey, keys.server_public_z85);
+    socket.set(zmq::sockopt::curve_publickey, keys.client.public_z85);
+    socket.set(zmq::sockopt::curve_secretkey, keys.client.secret_z85);
+  } catch (const zmq::error_t& e) {
+    return zmq_failure("setting CURVE client keys", e);
+  }
+  return Status::ok();
+}
+
+Status apply_curve_server(zmq::socket_t& socket, const CurveServerKeys& keys,
+                          const std::string& zap_domain) {
+  if (!valid_z85_key(keys.server.public_z85) || !valid_z85_key(keys.server.secret_z85)) {
+    return bad_key("server key pair is not two Z85 keys");
+  }
+  try {
+    socket.set(zmq::sockopt::curve_server, true);
+    socket.set(zmq::sockopt::curve_secretkey, keys.server.secret_z85);
+    socket.set(zmq::sockopt::zap_domain, zap_domain);
+  } catch (const zmq::error_t& e) {
+    return zmq_failure("setting CURVE server keys", e);
+  }
+  return Status::ok();
+}
+
+Error zmq_failure(std::string_view what, const zmq::error_t& e) {
+  return make_error(
+      ErrorCategory::kIo, "pool.zmq",
+      std::string(what) + ": " + e.what() + " (errno " + std::to_string(e.num()) + ")");
+}
+
+bool recv_multipart(zmq::socket_t& socket, std::vector<zmq::message_t>& parts,
+                    std::size_t max_parts, std::size_t& dropped_parts) {
+  parts.clear();
+  dropped_parts = 0;
+  zmq::message_t part;
+  if (!socket.recv(part, zmq::recv_flags::dontwait)) return false;
+  bool more = part.more();
+  parts.push_back(std::move(part));
+  while (more) {
+    zmq::message_t next;
+    (void)socket.recv(next);  // the rest of a multipart message is already here
+    more = next.more();
+    if (parts.size() < max_parts) {
+      parts.push_back(std::move(next));
+    } else {
+      ++dropped_parts;
+    }
+  }
+  return true;
+}
+
+std::string describe_peer(const zmq::message_t& routing_id, zmq::message_t& frame) {
+  std::string out;
+  // zmq_msg_gets fails (NULL) where the transport has no such property; cppzmq would throw.
+  if (const char* addr = zmq_msg_gets(frame.handle(), "Peer-Address")) {
+    out += "addr=";
+    out += addr;
+  }
+  if (const char* user = zmq_msg_gets(frame.handle(), "User-Id")) {
+    if (*user) {
+      out += out.empty() ? "key=" : " key=";
+      out += user;
+    }
+  }
+  out += out.empty() ? "id=" : " id=";
+  const auto* bytes = static_cast<const unsigned char*>(routing_id.data());
+  for (std::size_t i = 0; i < routing_id.size() && i < 32; ++i) {
+    char hex[3];
+    std::snprintf(hex, sizeof hex, "%02x", bytes[i]);
+    out += hex;
+  }
+  return out;
+}
+
+zmq::message_t take_frame(std::string&& bytes) {
+  if (bytes.size() <= 64) return zmq::message_t(bytes.data(), bytes.size());
+  auto* owned = new std::string(std::move(bytes));
+  return zmq::message_t(
+      owned->data(), owned->size(),
+      [](void*, void* hint) { delete static_cast<std::string*>(hint); }, owned);
+}
+
+zmq::message_t share_frame(zmq::message_t& m) {
+  zmq::message_t out;
+  out.copy(m);
+  return out;
+}
+
+std::int64_t now_unix_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::optional<std::uint64_t> LogLimiter::allow(SteadyTime now) {
+  if (now - window_start_ >= std::chrono::seconds(1)) {
+    window_start_ = now;
+    in_window_ = 0;
+  }
+  if (in_window_ >= per_second_) {
+    ++suppressed_;
+    return std::nullopt;
+  }
+  ++in_window_;
+  return std::exchange(suppressed_, 0);
+}
+
+}  // namespace cuda_agent

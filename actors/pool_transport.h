@@ -1,0 +1,86 @@
+// What the work-pool broker, worker and client share about their ZeroMQ sockets: CURVE settings,
+// multipart receive, peer names for logs, zero-copy payload frames, clocks and a log limiter.
+// Internal to actors/ (the pool's public headers are work_pool_broker.h, pool_worker.h,
+// pool_client.h and pool_gateway.h).
+//
+// Threading: the free functions are stateless and safe from any thread, but a zmq::socket_t they
+// are given must only be used by its owning thread. LogLimiter is owned by one thread.
+#pragma once
+
+#include <zmq.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "actors/curve_keys.h"
+#include "core/error.h"
+
+namespace cuda_agent {
+
+/// CURVE keys of a connecting socket (pool client or worker). Both key pairs are Z85 text as
+/// read_curve_key_file (actors/curve_keys.h) returns them.
+struct CurveClientKeys {
+  /// The broker's public key; the connection fails unless the broker holds its secret half.
+  std::string server_public_z85;
+  /// This process's own key pair; its public half must be on the broker's allow-list.
+  CurveKeyPair client;
+};
+
+/// CURVE keys of the listening side (broker).
+struct CurveServerKeys {
+  /// The broker's key pair (public and secret).
+  CurveKeyPair server;
+  /// Client public keys (Z85) allowed to connect, to either socket. Must not be empty.
+  std::vector<std::string> allowed_client_public_z85;
+};
+
+/// Sets CURVE client options on `socket` (before connect).
+Status apply_curve_client(zmq::socket_t& socket, const CurveClientKeys& keys);
+/// Sets CURVE server options on `socket` (before bind); `zap_domain` names it in ZAP requests.
+Status apply_curve_server(zmq::socket_t& socket, const CurveServerKeys& keys,
+                          const std::string& zap_domain);
+
+/// Translates a zmq::error_t once, here: "pool.zmq" with the operation and zmq's text.
+Error zmq_failure(std::string_view what, const zmq::error_t& e);
+
+/// Receives one multipart message. Keeps at most `max_parts` frames (the rest are received and
+/// counted in `dropped_parts`). Returns false when nothing was waiting (non-blocking).
+bool recv_multipart(zmq::socket_t& socket, std::vector<zmq::message_t>& parts,
+                    std::size_t max_parts, std::size_t& dropped_parts);
+
+/// "addr=127.0.0.1 id=00800041a7 key=<z85>" for a message received from a peer: the TCP address
+/// and CURVE user id where ZeroMQ knows them, and the ROUTER routing id in hex.
+std::string describe_peer(const zmq::message_t& routing_id, zmq::message_t& frame);
+
+/// A frame that owns `bytes` without copying them.
+zmq::message_t take_frame(std::string&& bytes);
+inline std::string_view view(const zmq::message_t& m) {
+  return std::string_view(static_cast<const char*>(m.data()), m.size());
+}
+/// A frame sharing `m`'s content (reference-counted for large frames, no copy).
+zmq::message_t share_frame(zmq::message_t& m);
+
+/// Milliseconds since the Unix epoch (deadlines are absolute wall-clock times).
+std::int64_t now_unix_ms();
+using SteadyTime = std::chrono::steady_clock::time_point;
+
+/// Lets through at most `per_second` log lines a second and counts the rest, so a flood of bad
+/// frames cannot flood the log. `allow()` returns how many were suppressed since the last line
+/// allowed (to print with it), or nullopt when this line must be suppressed.
+class LogLimiter {
+ public:
+  explicit LogLimiter(int per_second) : per_second_(per_second) {}
+  std::optional<std::uint64_t> allow(SteadyTime now);
+
+ private:
+  int per_second_;
+  SteadyTime window_start_{};
+  int in_window_ = 0;
+  std::uint64_t suppressed_ = 0;
+};
+
+}  // namespace cuda_agent

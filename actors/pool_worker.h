@@ -1,0 +1,99 @@
+// A work-pool worker: connects to a WorkPoolBroker (work_pool_broker.h), announces its tags and
+// slots, heartbeats, and runs a handler for each request the broker gives it.
+//
+//   auto worker = PoolWorker::start(
+//       {.broker_endpoint = broker->worker_endpoint(), .tags = {"cpu"}, .slots = 4},
+//       [](const WorkItem& item) -> Expected<std::string> { return compile(item.payload); });
+//
+// Behaviour: work whose deadline has passed is answered with "pool.deadline_expired" without
+// running the handler; a handler that throws is answered with "pool.handler_threw" (the
+// exception is translated here, once). When the broker goes silent for broker_timeout_ms (it died
+// or restarted) the worker re-creates its socket and announces itself again; when a restarted
+// broker does not know it, the broker asks it to re-announce, which it does at once.
+//
+// Threading: one socket thread owns the DEALER socket and sends heartbeats (so a long handler
+// never delays one); `slots` handler threads call the handler, each with one WorkItem at a time,
+// concurrently with each other. start(), stop() and the accessors may be called from any thread.
+// stop() and the destructor wait for running handlers to return: a handler should honour the
+// item's deadline.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "actors/pool_transport.h"
+#include "core/error.h"
+#include "core/ids.h"
+#include "messages/common_codec.h"
+
+namespace cuda_agent {
+
+/// One request as a worker's handler sees it.
+struct WorkItem {
+  RequestHeader header;       ///< request id, run, policy version, deadline
+  std::string payload;        ///< the client's payload bytes, as submitted
+  std::uint32_t attempt = 1;  ///< 1 on first delivery; higher after a worker was lost
+};
+
+/// Runs one request; returns the result payload or a typed error for the client.
+using PoolHandler = std::function<Expected<std::string>(const WorkItem&)>;
+
+struct PoolWorkerOptions {
+  /// The broker's worker endpoint, e.g. "tcp://coordinator:5552". Required.
+  std::string broker_endpoint;
+  /// Unique within the pool. Default (empty): "<hostname>-<pid>-<n>".
+  WorkerId worker_id;
+  /// Capabilities offered, e.g. {"gpu:NVIDIA H200"}; a request runs here only if all its tags are
+  /// among these. Default: none (takes only untagged requests).
+  std::vector<std::string> tags;
+  /// Requests run at once, each on its own handler thread. Default: 1.
+  std::int64_t slots = 1;
+  /// Requests the broker may queue here beyond `slots` (the worker announces slots + prefetch).
+  /// Hides the broker round trip between short requests (more throughput); a queued request
+  /// waits here even when another worker is idle, so keep 0 for long requests (compiles,
+  /// benchmarks). Default: 0.
+  std::int64_t prefetch = 0;
+  /// How often a heartbeat goes to the broker. Default: 1000 ms (RunOptions).
+  std::int64_t heartbeat_interval_ms = 1000;
+  /// Silence from the broker (which echoes every heartbeat) after which the worker re-creates its
+  /// socket and announces itself again. Default: 10000 ms.
+  std::int64_t broker_timeout_ms = 10'000;
+  /// Largest envelope and payload accepted from the broker. Default: 64 KiB, 64 MiB.
+  std::int64_t max_envelope_bytes = 64 << 10;
+  std::int64_t max_payload_bytes = 64ll << 20;
+  /// CURVE keys when the broker is secured; nullopt: plain TCP.
+  std::optional<CurveClientKeys> curve;
+};
+
+class PoolWorker {
+ public:
+  /// Starts the socket and handler threads and announces the worker. Fails on bad options.
+  static Expected<std::unique_ptr<PoolWorker>> start(const PoolWorkerOptions& options,
+                                                     PoolHandler handler);
+  ~PoolWorker();
+  PoolWorker(const PoolWorker&) = delete;
+  PoolWorker& operator=(const PoolWorker&) = delete;
+
+  /// Stops taking work: requests not yet started are dropped (the broker re-queues them when it
+  /// gets the Disconnect), running ones finish and their results are sent, then the worker
+  /// leaves. Idempotent.
+  void stop();
+
+  const WorkerId& worker_id() const;
+  /// Times the worker announced itself (1 after start; more after broker restarts).
+  std::uint64_t announcements() const;
+  /// Handler calls that have returned.
+  std::uint64_t handled() const;
+
+  class Impl;
+
+ private:
+  explicit PoolWorker(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace cuda_agent

@@ -1,0 +1,171 @@
+#include "messages/bench_codec.h"
+
+#include "messages/bench.capnp.h"
+#include "messages/wire_detail.h"
+
+namespace cuda_agent {
+namespace {
+
+using namespace wire_detail;  // NOLINT: the codec's vocabulary
+
+CA_SAME_ENUM(BenchMode::kUnknown, wire::BenchMode::UNKNOWN);
+CA_SAME_ENUM(BenchMode::kVerify, wire::BenchMode::VERIFY);
+CA_SAME_ENUM(BenchMode::kBenchmark, wire::BenchMode::BENCHMARK);
+CA_SAME_ENUM(BenchMode::kProfile, wire::BenchMode::PROFILE);
+
+void set_audit(wire::AuditRecord::Builder out, const AuditRecord& in) {
+  out.setTaskHash(text(in.task_hash));
+  out.setArtifactHash(text(in.artifact_hash));
+  out.setToolchain(text(in.toolchain));
+  out.setTorchVersion(text(in.torch_version));
+  out.setDriverVersion(text(in.driver_version));
+  out.setGpuName(text(in.gpu_name));
+  out.setSmClockMhz(in.sm_clock_mhz);
+  out.setMemClockMhz(in.mem_clock_mhz);
+  set_texts(out.initPrecisionFlags(in.precision_flags.size()), in.precision_flags);
+  set_texts(out.initChecksRun(in.checks_run.size()), in.checks_run);
+  out.setWorkerId(text(in.worker_id.value()));
+  out.setMeasuredUnixMs(in.measured_unix_ms);
+}
+
+AuditRecord get_audit(wire::AuditRecord::Reader in) {
+  AuditRecord out;
+  out.task_hash = str(in.getTaskHash());
+  out.artifact_hash = str(in.getArtifactHash());
+  out.toolchain = str(in.getToolchain());
+  out.torch_version = str(in.getTorchVersion());
+  out.driver_version = str(in.getDriverVersion());
+  out.gpu_name = str(in.getGpuName());
+  out.sm_clock_mhz = in.getSmClockMhz();
+  out.mem_clock_mhz = in.getMemClockMhz();
+  out.precision_flags = get_texts(in.getPrecisionFlags());
+  out.checks_run = get_texts(in.getChecksRun());
+  out.worker_id = WorkerId{str(in.getWorkerId())};
+  out.measured_unix_ms = in.getMeasuredUnixMs();
+  return out;
+}
+
+void set_result(wire::BenchResult::Builder out, const BenchResult& in) {
+  auto checks = out.initChecks(in.checks.size());
+  for (unsigned i = 0; i < in.checks.size(); ++i) {
+    const BenchCheck& c = in.checks[i];
+    checks[i].setName(text(c.name));
+    checks[i].setPassed(c.passed);
+    checks[i].setMaxAbsError(c.max_abs_error);
+    checks[i].setMaxRelError(c.max_rel_error);
+    checks[i].setFirstMismatchIndex(c.first_mismatch_index);
+    checks[i].setMessage(text(c.message));
+  }
+  set_values(out.initCandidateTrialsUs(in.candidate_trial_us.size()), in.candidate_trial_us);
+  set_values(out.initEagerTrialsUs(in.eager_trial_us.size()), in.eager_trial_us);
+  set_values(out.initCompileTrialsUs(in.compile_trial_us.size()), in.compile_trial_us);
+  out.setSpeedupVsEager(in.speedup_vs_eager);
+  out.setSpeedupVsCompile(in.speedup_vs_compile);
+  auto reward = out.initReward();
+  reward.setTier(in.reward.tier);
+  reward.setContinuous(in.reward.continuous);
+  set_audit(out.initAudit(), in.audit);
+  auto violations = out.initViolations(in.violations.size());
+  for (unsigned i = 0; i < in.violations.size(); ++i) {
+    violations[i].setRule(text(in.violations[i].rule));
+    violations[i].setDetail(text(in.violations[i].detail));
+  }
+  out.setProfileReport(text(in.profile_report));
+}
+
+BenchResult get_result(wire::BenchResult::Reader in) {
+  BenchResult out;
+  for (auto c : in.getChecks()) {
+    out.checks.push_back(BenchCheck{str(c.getName()), c.getPassed(), c.getMaxAbsError(),
+                                    c.getMaxRelError(), c.getFirstMismatchIndex(),
+                                    str(c.getMessage())});
+  }
+  out.candidate_trial_us = get_values<double>(in.getCandidateTrialsUs());
+  out.eager_trial_us = get_values<double>(in.getEagerTrialsUs());
+  out.compile_trial_us = get_values<double>(in.getCompileTrialsUs());
+  out.speedup_vs_eager = in.getSpeedupVsEager();
+  out.speedup_vs_compile = in.getSpeedupVsCompile();
+  auto reward = in.getReward();
+  out.reward.tier = reward.getTier();
+  out.reward.continuous = reward.getContinuous();
+  out.audit = get_audit(in.getAudit());
+  for (auto v : in.getViolations()) {
+    out.violations.push_back(PolicyViolation{str(v.getRule()), str(v.getDetail())});
+  }
+  out.profile_report = str(in.getProfileReport());
+  return out;
+}
+
+}  // namespace
+
+std::string encode_bench_request(const BenchRequest& request) {
+  capnp::MallocMessageBuilder message;
+  auto root = message.initRoot<wire::BenchRequest>();
+  stamp_request(root, request.header);
+  auto task = root.initTask();
+  task.setTaskId(text(request.task.task_id));
+  task.setContentHash(text(request.task.content_hash));
+  root.initArtifact().setHash(text(request.artifact.hash));
+  root.setMode(enum_to_wire<wire::BenchMode>(request.mode));
+  set_values(root.initSeeds(request.seeds.size()), request.seeds);
+  auto options = root.initOptions();
+  const BenchRunOptions& o = request.options;
+  options.setToleranceProfile(text(o.tolerance_profile));
+  options.setVerifyInputSets(o.verify_input_sets);
+  options.setWarmupTrials(o.warmup_trials);
+  options.setTimedTrials(o.timed_trials);
+  options.setInputSets(o.input_sets);
+  options.setCheckedTrialFraction(o.checked_trial_fraction);
+  options.setAllowTf32(o.allow_tf32);
+  return capnp_io::to_bytes(message);
+}
+
+Expected<BenchRequest> decode_bench_request(std::string_view bytes, const DecodeLimits& limits) {
+  static constexpr const char* kWhat = "BenchRequest";
+  return capnp_io::read_root<wire::BenchRequest>(
+      bytes, limits, kWhat, [](wire::BenchRequest::Reader r) -> Expected<BenchRequest> {
+        BenchRequest out;
+        ASSIGN_OR_RETURN(out.header, read_request_header(r, kWhat));
+        auto task = r.getTask();
+        out.task = TaskRef{str(task.getTaskId()), str(task.getContentHash())};
+        out.artifact = ArtifactRef{str(r.getArtifact().getHash())};
+        out.mode = enum_from_wire(r.getMode(), BenchMode::kProfile);
+        out.seeds = get_values<std::uint64_t>(r.getSeeds());
+        auto o = r.getOptions();
+        out.options.tolerance_profile = str(o.getToleranceProfile());
+        out.options.verify_input_sets = o.getVerifyInputSets();
+        out.options.warmup_trials = o.getWarmupTrials();
+        out.options.timed_trials = o.getTimedTrials();
+        out.options.input_sets = o.getInputSets();
+        out.options.checked_trial_fraction = o.getCheckedTrialFraction();
+        out.options.allow_tf32 = o.getAllowTf32();
+        return out;
+      });
+}
+
+std::string encode_bench_reply(const BenchReply& reply) {
+  return encode_reply<wire::BenchReply>(reply, set_result);
+}
+
+Expected<BenchReply> decode_bench_reply(std::string_view bytes, const DecodeLimits& limits) {
+  return decode_reply<wire::BenchReply, BenchReply>(bytes, limits, "BenchReply", get_result);
+}
+
+std::string encode_audit_record(const AuditRecord& record) {
+  capnp::MallocMessageBuilder message;
+  auto root = message.initRoot<wire::AuditRecordFrame>();
+  stamp(root);
+  set_audit(root.initRecord(), record);
+  return capnp_io::to_bytes(message);
+}
+
+Expected<AuditRecord> decode_audit_record(std::string_view bytes, const DecodeLimits& limits) {
+  static constexpr const char* kWhat = "AuditRecord";
+  return capnp_io::read_root<wire::AuditRecordFrame>(
+      bytes, limits, kWhat, [](wire::AuditRecordFrame::Reader r) -> Expected<AuditRecord> {
+        RETURN_IF_ERROR(check_stamp(r, kWhat));
+        return get_audit(r.getRecord());
+      });
+}
+
+}  // namespace cuda_agent

@@ -1,0 +1,386 @@
+#include "messages/pool_codec.h"
+
+#include "messages/capnp_io.h"
+#include "messages/common.capnp.h"
+#include "messages/pool.capnp.h"
+
+namespace cuda_agent {
+namespace {
+
+// common_codec.cpp keeps its category mapping private; this is the same table.
+wire::ErrorCategory category_to_wire(ErrorCategory c) {
+  switch (c) {
+    case ErrorCategory::kInvalidInput: return wire::ErrorCategory::INVALID_INPUT;
+    case ErrorCategory::kNotFound: return wire::ErrorCategory::NOT_FOUND;
+    case ErrorCategory::kIo: return wire::ErrorCategory::IO;
+    case ErrorCategory::kTimeout: return wire::ErrorCategory::TIMEOUT;
+    case ErrorCategory::kUnavailable: return wire::ErrorCategory::UNAVAILABLE;
+    case ErrorCategory::kPolicy: return wire::ErrorCategory::POLICY;
+    case ErrorCategory::kInternal: return wire::ErrorCategory::INTERNAL;
+  }
+  return wire::ErrorCategory::INTERNAL;
+}
+
+ErrorCategory category_from_wire(wire::ErrorCategory c) {
+  switch (c) {
+    case wire::ErrorCategory::INVALID_INPUT: return ErrorCategory::kInvalidInput;
+    case wire::ErrorCategory::NOT_FOUND: return ErrorCategory::kNotFound;
+    case wire::ErrorCategory::IO: return ErrorCategory::kIo;
+    case wire::ErrorCategory::TIMEOUT: return ErrorCategory::kTimeout;
+    case wire::ErrorCategory::UNAVAILABLE: return ErrorCategory::kUnavailable;
+    case wire::ErrorCategory::POLICY: return ErrorCategory::kPolicy;
+    case wire::ErrorCategory::INTERNAL: return ErrorCategory::kInternal;
+  }
+  return ErrorCategory::kInternal;  // an enumerant added by a newer peer
+}
+
+capnp::Text::Reader text(const std::string& s) { return capnp::Text::Reader(s.data(), s.size()); }
+
+// ---- encoding ----------------------------------------------------------------------------------
+
+void set_error(wire::Error::Builder b, const Error& e) {
+  b.setCategory(category_to_wire(e.category));
+  b.setCode(text(e.code));
+  b.setMessage(text(e.message));
+}
+
+void set_header(wire::RequestHeader::Builder b, const RequestHeader& h) {
+  b.setFormatVersion(wire::FORMAT_VERSION);
+  b.setRequestId(text(h.request_id.value()));
+  b.setRunId(text(h.run_id.value()));
+  b.setPolicyVersion(h.policy_version.value());
+  b.setDeadlineUnixMs(h.deadline_unix_ms);
+}
+
+void set_texts(capnp::List<capnp::Text>::Builder list, const std::vector<std::string>& items) {
+  for (unsigned i = 0; i < items.size(); ++i) list.set(i, text(items[i]));
+}
+
+// Builds one envelope; `fill` sets the union member.
+template <class Fill>
+std::string envelope(Fill&& fill) {
+  capnp::MallocMessageBuilder message;
+  auto root = message.initRoot<wire::PoolEnvelope>();
+  root.setFormatVersion(wire::FORMAT_VERSION);
+  fill(root);
+  return capnp_io::to_bytes(message);
+}
+
+// ---- decoding ----------------------------------------------------------------------------------
+
+// Decoding helpers record the first problem in `problem` and return a harmless value, so the
+// per-message code reads straight; the caller turns a problem into one Error.
+struct Reading {
+  std::string problem;
+
+  std::string text(capnp::Text::Reader r, const char* field, std::size_t max) {
+    if (r.size() > max && problem.empty()) {
+      problem = std::string(field) + " is " + std::to_string(r.size()) + " bytes (limit " +
+                std::to_string(max) + ")";
+    }
+    return std::string(r.begin(), r.size() > max ? max : r.size());
+  }
+
+  std::vector<std::string> texts(capnp::List<capnp::Text>::Reader list, const char* field,
+                                 std::size_t max_items = kPoolMaxTags) {
+    std::vector<std::string> out;
+    if (list.size() > max_items) {
+      if (problem.empty()) {
+        problem = std::to_string(list.size()) + " " + field + "s (limit " +
+                  std::to_string(max_items) + ")";
+      }
+      return out;
+    }
+    out.reserve(list.size());
+    for (auto t : list) out.push_back(text(t, field, kPoolMaxTextBytes));
+    return out;
+  }
+
+  Error error(wire::Error::Reader r) {
+    return Error{category_from_wire(r.getCategory()),
+                 text(r.getCode(), "error code", kPoolMaxTextBytes),
+                 text(r.getMessage(), "error message", kPoolMaxErrorMessageBytes)};
+  }
+
+  RequestHeader header(wire::RequestHeader::Reader r) {
+    RequestHeader h;
+    h.format_version = r.getFormatVersion();
+    if ((h.format_version == 0 || h.format_version > wire::FORMAT_VERSION) && problem.empty()) {
+      problem = "request header format version " + std::to_string(h.format_version);
+    }
+    h.request_id = RequestId{text(r.getRequestId(), "request id", kPoolMaxTextBytes)};
+    h.run_id = RunId{text(r.getRunId(), "run id", kPoolMaxTextBytes)};
+    h.policy_version = PolicyVersion{r.getPolicyVersion()};
+    h.deadline_unix_ms = r.getDeadlineUnixMs();
+    return h;
+  }
+
+  PoolWorkerStats worker(wire::PoolWorkerStats::Reader r) {
+    PoolWorkerStats w;
+    w.worker_id = WorkerId{text(r.getWorkerId(), "worker id", kPoolMaxTextBytes)};
+    w.tags = texts(r.getTags(), "tag");
+    w.slots = r.getSlots();
+    w.busy = r.getBusy();
+    w.completed = r.getCompleted();
+    w.failed = r.getFailed();
+    w.latency_p50_us = r.getLatencyP50Micros();
+    w.latency_p99_us = r.getLatencyP99Micros();
+    return w;
+  }
+};
+
+Expected<PoolMessage> read_envelope(wire::PoolEnvelope::Reader r) {
+  const auto version = r.getFormatVersion();
+  if (version == 0 || version > wire::FORMAT_VERSION) {
+    return make_error(ErrorCategory::kInvalidInput, "wire.version",
+                      "PoolEnvelope: format version " + std::to_string(version) +
+                          " (this build reads 1.." + std::to_string(wire::FORMAT_VERSION) + ")");
+  }
+  Reading in;
+  PoolMessage out;
+  switch (r.which()) {
+    case wire::PoolEnvelope::SUBMIT: {
+      auto s = r.getSubmit();
+      PoolSubmit m;
+      m.header = in.header(s.getHeader());
+      m.tags = in.texts(s.getTags(), "tag");
+      m.payload_bytes = s.getPayloadBytes();
+      out = std::move(m);
+      break;
+    }
+    case wire::PoolEnvelope::REPLY: {
+      auto s = r.getReply();
+      PoolReply m;
+      m.request_id = RequestId{in.text(s.getRequestId(), "request id", kPoolMaxTextBytes)};
+      if (s.which() == wire::PoolReply::ERROR) {
+        m.error = in.error(s.getError());
+      } else {
+        m.payload_bytes = s.getPayloadBytes();
+      }
+      m.attempts = s.getAttempts();
+      m.worker_id = WorkerId{in.text(s.getWorkerId(), "worker id", kPoolMaxTextBytes)};
+      out = std::move(m);
+      break;
+    }
+    case wire::PoolEnvelope::READY: {
+      auto s = r.getReady();
+      PoolReady m;
+      m.worker_id = WorkerId{in.text(s.getWorkerId(), "worker id", kPoolMaxTextBytes)};
+      m.tags = in.texts(s.getTags(), "tag");
+      m.slots = s.getSlots();
+      m.running = in.texts(s.getRunning(), "running id", kPoolMaxRunning);
+      out = std::move(m);
+      break;
+    }
+    case wire::PoolEnvelope::HEARTBEAT: {
+      auto s = r.getHeartbeat();
+      out = PoolHeartbeat{WorkerId{in.text(s.getWorkerId(), "worker id", kPoolMaxTextBytes)},
+                          s.getSeq()};
+      break;
+    }
+    case wire::PoolEnvelope::RESULT: {
+      auto s = r.getResult();
+      PoolResult m;
+      m.request_id = RequestId{in.text(s.getRequestId(), "request id", kPoolMaxTextBytes)};
+      if (s.which() == wire::PoolResult::ERROR) {
+        m.error = in.error(s.getError());
+      } else {
+        m.payload_bytes = s.getPayloadBytes();
+      }
+      out = std::move(m);
+      break;
+    }
+    case wire::PoolEnvelope::WORK: {
+      auto s = r.getWork();
+      PoolWork m;
+      m.header = in.header(s.getHeader());
+      m.payload_bytes = s.getPayloadBytes();
+      m.attempt = s.getAttempt();
+      out = std::move(m);
+      break;
+    }
+    case wire::PoolEnvelope::REREGISTER: out = PoolReregister{}; break;
+    case wire::PoolEnvelope::DISCONNECT:
+      out = PoolDisconnect{
+          WorkerId{in.text(r.getDisconnect().getWorkerId(), "worker id", kPoolMaxTextBytes)}};
+      break;
+    case wire::PoolEnvelope::STATS_REQUEST: out = PoolStatsRequest{}; break;
+    case wire::PoolEnvelope::STATS: {
+      auto s = r.getStats();
+      PoolStats m;
+      m.queue_depth = s.getQueueDepth();
+      m.in_flight = s.getInFlight();
+      auto workers = s.getWorkers();
+      if (workers.size() > kPoolMaxWorkersInStats) {
+        return capnp_io::malformed("PoolStats: too many workers");
+      }
+      for (auto w : workers) m.workers.push_back(in.worker(w));
+      m.submitted = s.getSubmitted();
+      m.completed = s.getCompleted();
+      m.rejected_busy = s.getRejectedBusy();
+      m.expired = s.getExpired();
+      m.late_results = s.getLateResults();
+      m.cache_hits = s.getCacheHits();
+      m.attached = s.getAttached();
+      m.requeued = s.getRequeued();
+      m.attempts_exhausted = s.getAttemptsExhausted();
+      m.malformed_frames = s.getMalformedFrames();
+      m.workers_lost = s.getWorkersLost();
+      m.unknown_results = s.getUnknownResults();
+      out = std::move(m);
+      break;
+    }
+    default:
+      return make_error(
+          ErrorCategory::kInvalidInput, "wire.malformed",
+          "PoolEnvelope: unknown message type " + std::to_string(static_cast<unsigned>(r.which())));
+  }
+  if (!in.problem.empty()) {
+    return capnp_io::malformed("PoolEnvelope " + std::string(pool_message_name(out)) + ": " +
+                               in.problem);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string_view pool_message_name(const PoolMessage& message) {
+  static constexpr std::string_view kNames[] = {"submit",       "reply", "ready",      "heartbeat",
+                                                "result",       "work",  "reregister", "disconnect",
+                                                "statsRequest", "stats"};
+  return kNames[message.index()];
+}
+
+bool has_payload_frame(const PoolMessage& m) {
+  if (std::holds_alternative<PoolSubmit>(m) || std::holds_alternative<PoolWork>(m)) return true;
+  if (auto* r = std::get_if<PoolReply>(&m)) return !r->error;
+  if (auto* r = std::get_if<PoolResult>(&m)) return !r->error;
+  return false;
+}
+
+std::uint64_t payload_frame_bytes(const PoolMessage& m) {
+  if (auto* s = std::get_if<PoolSubmit>(&m)) return s->payload_bytes;
+  if (auto* w = std::get_if<PoolWork>(&m)) return w->payload_bytes;
+  if (auto* r = std::get_if<PoolReply>(&m)) return r->error ? 0 : r->payload_bytes;
+  if (auto* r = std::get_if<PoolResult>(&m)) return r->error ? 0 : r->payload_bytes;
+  return 0;
+}
+
+std::string encode_pool(const PoolSubmit& m) {
+  return envelope([&](wire::PoolEnvelope::Builder root) {
+    auto s = root.initSubmit();
+    set_header(s.initHeader(), m.header);
+    set_texts(s.initTags(static_cast<unsigned>(m.tags.size())), m.tags);
+    s.setPayloadBytes(m.payload_bytes);
+  });
+}
+
+std::string encode_pool(const PoolReply& m) {
+  return envelope([&](wire::PoolEnvelope::Builder root) {
+    auto s = root.initReply();
+    s.setRequestId(text(m.request_id.value()));
+    if (m.error) {
+      set_error(s.initError(), *m.error);
+    } else {
+      s.setPayloadBytes(m.payload_bytes);
+    }
+    s.setAttempts(m.attempts);
+    s.setWorkerId(text(m.worker_id.value()));
+  });
+}
+
+std::string encode_pool(const PoolReady& m) {
+  return envelope([&](wire::PoolEnvelope::Builder root) {
+    auto s = root.initReady();
+    s.setWorkerId(text(m.worker_id.value()));
+    set_texts(s.initTags(static_cast<unsigned>(m.tags.size())), m.tags);
+    s.setSlots(m.slots);
+    set_texts(s.initRunning(static_cast<unsigned>(m.running.size())), m.running);
+  });
+}
+
+std::string encode_pool(const PoolHeartbeat& m) {
+  return envelope([&](wire::PoolEnvelope::Builder root) {
+    auto s = root.initHeartbeat();
+    s.setWorkerId(text(m.worker_id.value()));
+    s.setSeq(m.seq);
+  });
+}
+
+std::string encode_pool(const PoolResult& m) {
+  return envelope([&](wire::PoolEnvelope::Builder root) {
+    auto s = root.initResult();
+    s.setRequestId(text(m.request_id.value()));
+    if (m.error) {
+      set_error(s.initError(), *m.error);
+    } else {
+      s.setPayloadBytes(m.payload_bytes);
+    }
+  });
+}
+
+std::string encode_pool(const PoolWork& m) {
+  return envelope([&](wire::PoolEnvelope::Builder root) {
+    auto s = root.initWork();
+    set_header(s.initHeader(), m.header);
+    s.setPayloadBytes(m.payload_bytes);
+    s.setAttempt(m.attempt);
+  });
+}
+
+std::string encode_pool(const PoolReregister&) {
+  return envelope([](wire::PoolEnvelope::Builder root) { root.setReregister(); });
+}
+
+std::string encode_pool(const PoolDisconnect& m) {
+  return envelope([&](wire::PoolEnvelope::Builder root) {
+    root.initDisconnect().setWorkerId(text(m.worker_id.value()));
+  });
+}
+
+std::string encode_pool(const PoolStatsRequest&) {
+  return envelope([](wire::PoolEnvelope::Builder root) { root.setStatsRequest(); });
+}
+
+std::string encode_pool(const PoolStats& m) {
+  return envelope([&](wire::PoolEnvelope::Builder root) {
+    auto s = root.initStats();
+    s.setQueueDepth(m.queue_depth);
+    s.setInFlight(m.in_flight);
+    auto workers = s.initWorkers(static_cast<unsigned>(m.workers.size()));
+    for (unsigned i = 0; i < m.workers.size(); ++i) {
+      const PoolWorkerStats& w = m.workers[i];
+      auto b = workers[i];
+      b.setWorkerId(text(w.worker_id.value()));
+      set_texts(b.initTags(static_cast<unsigned>(w.tags.size())), w.tags);
+      b.setSlots(w.slots);
+      b.setBusy(w.busy);
+      b.setCompleted(w.completed);
+      b.setFailed(w.failed);
+      b.setLatencyP50Micros(w.latency_p50_us);
+      b.setLatencyP99Micros(w.latency_p99_us);
+    }
+    s.setSubmitted(m.submitted);
+    s.setCompleted(m.completed);
+    s.setRejectedBusy(m.rejected_busy);
+    s.setExpired(m.expired);
+    s.setLateResults(m.late_results);
+    s.setCacheHits(m.cache_hits);
+    s.setAttached(m.attached);
+    s.setRequeued(m.requeued);
+    s.setAttemptsExhausted(m.attempts_exhausted);
+    s.setMalformedFrames(m.malformed_frames);
+    s.setWorkersLost(m.workers_lost);
+    s.setUnknownResults(m.unknown_results);
+  });
+}
+
+std::string encode_pool_message(const PoolMessage& m) {
+  return std::visit([](const auto& v) { return encode_pool(v); }, m);
+}
+
+Expected<PoolMessage> decode_pool_message(std::string_view bytes, const DecodeLimits& limits) {
+  return capnp_io::read_root<wire::PoolEnvelope>(bytes, limits, "PoolEnvelope", read_envelope);
+}
+
+}  // namespace cuda_agent

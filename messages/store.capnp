@@ -1,0 +1,147 @@
+# Values of the run store (storage/run_store.h). Every value in the store is one of the structs
+# below, Cap'n Proto packed, behind a 12-byte prefix: magic "CARS", the store format version
+# (UInt16, big-endian), the record kind (UInt8, the ordinal of RecordKind), flags (UInt8, 0) and
+# the unpacked size of the message in 8-byte words (UInt32, big-endian). docs/formats/store.md has
+# the key layout and the column family of each struct.
+#
+# Add-only once released: new fields get new ordinals at the end; nothing is renamed, renumbered
+# or removed. A change that readers must know about raises storeFormatVersion.
+@0xb894c89bae13dba8;
+
+using Cxx = import "/capnp/c++.capnp";
+$Cxx.namespace("cuda_agent::wire::store");
+
+# The version written into every value's prefix. A reader refuses values with a larger one.
+const storeFormatVersion :UInt16 = 1;
+
+# Which struct a value holds; its ordinal is the prefix's kind byte.
+enum RecordKind {
+  unknown @0;         # never written
+  storeHeader @1;     # StoreHeader
+  task @2;            # Task
+  baseline @3;        # Baseline
+  artifact @4;        # Artifact
+  evaluation @5;      # Evaluation
+  episode @6;         # Episode
+  episodeSummary @7;  # EpisodeSummary (the values of the episode indexes)
+  run @8;             # Run
+  checkpoint @9;      # Checkpoint
+  metric @10;         # Metric
+}
+
+# Key "store_header" of the default column family: marks a directory as a cuda-agent run store.
+struct StoreHeader {
+  magic @0 :Text;             # "cuda-agent run store"
+  formatVersion @1 :UInt16;   # storeFormatVersion of the build that created the store
+  createdUnixMs @2 :Int64;    # when the store was created, ms since the Unix epoch (UTC)
+  createdBy @3 :Text;         # "cuda-agent <version> (<commit>)" of the creating build
+}
+
+# How an episode ended.
+enum EpisodeStatus {
+  completed @0;  # the agent called finish (or ran out of work) and the final evaluation ran
+  aborted @1;    # stopped from outside (run stopped, worker lost) before it ended
+  truncated @2;  # hit a budget (turns, context tokens, wall time)
+  failed @3;     # an infrastructure error ended it
+}
+
+# The fixed-size facts about one episode: what queries filter and sort on. Stored alone as the
+# value of every episode index entry so queries never read trajectories.
+struct EpisodeSummary {
+  episodeId @0 :Text;          # unique within the store
+  runId @1 :Text;              # the run that produced it
+  taskId @2 :Text;             # the task it worked on
+  stage @3 :UInt8;             # 0 evaluation, 1 single-turn warm-up, 2 agent warm-up, 3 agentic PPO
+  policyVersion @4 :UInt64;    # policy version of the episode's first turn
+  status @5 :EpisodeStatus;    # how it ended
+  finalReward @6 :Float64;     # reward of the final fresh evaluation
+  turns @7 :UInt32;            # model turns taken
+  invalidToolCalls @8 :UInt32; # tool calls that did not parse or named no tool
+  wastedLoops @9 :UInt32;      # repeated identical actions with no progress
+  totalTokens @10 :UInt64;     # prompt + sampled tokens of the whole episode
+  createdUnixMs @11 :Int64;    # when the episode ended, ms since the Unix epoch (UTC)
+  trajectorySize @12 :UInt64;  # size in bytes of the episode's trajectory
+}
+
+# Column family "episodes": one episode with its trajectory.
+struct Episode {
+  summary @0 :EpisodeSummary;  # the summary fields
+  trajectory @1 :Data;         # the encoded trajectory message (messages/trajectory.capnp), opaque
+}
+
+# Column family "tasks": one task of a task set.
+struct Task {
+  taskId @0 :Text;          # unique within the store
+  suite @1 :Text;           # task set it came from, e.g. "kernelbench/level2"
+  contentHash @2 :Text;     # hash of the task's files (lowercase hex)
+  body @3 :Data;            # the encoded task (tasks/ format), opaque to the store
+  createdUnixMs @4 :Int64;  # when it was stored, ms since the Unix epoch (UTC)
+}
+
+# Column family "baselines": eager and torch.compile timings of one task on one device setup.
+struct Baseline {
+  taskId @0 :Text;          # the task
+  device @1 :Text;          # GPU name, e.g. "NVIDIA H200"
+  torchVersion @2 :Text;    # torch version that ran the baselines
+  precision @3 :Text;       # precision flags, e.g. "tf32=off"
+  eagerMs @4 :Float64;      # median time of eager Model, ms
+  compileMs @5 :Float64;    # median time of torch.compile(Model), ms
+  recordedUnixMs @6 :Int64; # when measured, ms since the Unix epoch (UTC)
+}
+
+# Column family "artifacts": one compile output, content-addressed by its hash.
+struct Artifact {
+  hash @0 :Text;            # content hash (lowercase hex); also the key
+  taskId @1 :Text;          # task it was built for (informational)
+  kind @2 :Text;            # e.g. "shared_object"
+  bytes @3 :Data;           # the artifact itself
+  buildLog @4 :Text;        # compiler output
+  createdUnixMs @5 :Int64;  # when it was stored, ms since the Unix epoch (UTC)
+}
+
+# Column family "evaluations": one bench outcome with its audit record.
+struct Evaluation {
+  evaluationId @0 :Text;        # unique within the store
+  runId @1 :Text;               # run that asked for it
+  taskId @2 :Text;              # task evaluated
+  episodeId @3 :Text;           # episode whose solution it was; empty for a stand-alone bench
+  artifactHash @4 :Text;        # artifact evaluated
+  reward @5 :Float64;           # reward given
+  verified @6 :Bool;            # passed every correctness check
+  speedupVsEager @7 :Float64;   # eager median / candidate median
+  speedupVsCompile @8 :Float64; # torch.compile median / candidate median
+  audit @9 :Data;               # the encoded audit record (bench schema), opaque to the store
+  createdUnixMs @10 :Int64;     # when it was stored, ms since the Unix epoch (UTC)
+}
+
+# Column family "runs": metadata of one run.
+struct Run {
+  runId @0 :Text;           # the run
+  createdUnixMs @1 :Int64;  # when it started, ms since the Unix epoch (UTC)
+  updatedUnixMs @2 :Int64;  # last update of this record
+  state @3 :Text;           # e.g. "running", "finished", "failed"
+  stage @4 :UInt8;          # current stage (same numbering as EpisodeSummary.stage)
+  policyVersion @5 :UInt64; # latest published policy version
+  manifest @6 :Text;        # the run's manifest (TOML text)
+}
+
+# Column family "checkpoints": one checkpoint of a run.
+struct Checkpoint {
+  runId @0 :Text;           # the run
+  step @1 :UInt64;          # learner step; also in the key
+  policyVersion @2 :UInt64; # policy version it holds
+  stage @3 :UInt8;          # stage it was taken in
+  path @4 :Text;            # where the checkpoint files are
+  sizeBytes @5 :UInt64;     # total size of its files
+  checksum @6 :Text;        # checksum of its files (lowercase hex)
+  createdUnixMs @7 :Int64;  # when it was written, ms since the Unix epoch (UTC)
+}
+
+# Column family "metrics": one scalar of a run at one step; dropped after metrics_ttl_days.
+struct Metric {
+  runId @0 :Text;           # the run
+  name @1 :Text;            # e.g. "reward/mean"
+  step @2 :UInt64;          # learner step; also in the key
+  value @3 :Float64;        # the value
+  unixMs @4 :Int64;         # when recorded, ms since the Unix epoch (UTC); the TTL is counted from it
+}

@@ -1,0 +1,174 @@
+// Opening a run store: is the directory a store, which column families to open, its header.
+// Creating a store is RocksDB creating the database, then the header written with sync: a crash
+// in between leaves an empty database without a header, which the next writer completes.
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+
+#include "core/version.h"
+#include "storage/run_store_impl.h"
+
+namespace cuda_agent {
+namespace {
+
+namespace fs = std::filesystem;
+using store_keys::Cf;
+
+Error store_error(ErrorCategory category, const char* code, std::string message) {
+  return make_error(category, code, std::move(message));
+}
+
+std::int64_t unix_ms_now() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// What a read-only look at an existing database finds, changing nothing.
+struct Probe {
+  bool header = false;
+  bool empty = true;
+};
+
+Expected<Probe> probe_database(const rocksdb::DBOptions& options, const std::string& dir,
+                               const std::vector<std::string>& names) {
+  std::vector<rocksdb::ColumnFamilyDescriptor> families;
+  for (const std::string& name : names) families.emplace_back(name, rocksdb::ColumnFamilyOptions());
+  rocksdb::DB* raw = nullptr;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::Status s = rocksdb::DB::OpenForReadOnly(options, dir, families, &handles, &raw);
+  if (!s.ok()) return rocks::to_error(s, "open " + dir + " to look for a store header");
+  std::unique_ptr<rocksdb::DB> db(raw);
+  Probe probe;
+  for (std::size_t i = 0; i < handles.size(); ++i) {
+    if (names[i] == rocksdb::kDefaultColumnFamilyName) {
+      std::string value;
+      probe.header =
+          db->Get(rocksdb::ReadOptions(), handles[i], std::string(store_keys::kHeaderKey), &value)
+              .ok();
+    }
+    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), handles[i]));
+    it->SeekToFirst();
+    if (it->Valid()) probe.empty = false;
+  }
+  for (auto* h : handles) db->DestroyColumnFamilyHandle(h);
+  return probe;
+}
+
+bool database_empty(const RunStore::Impl& impl) {
+  for (rocksdb::ColumnFamilyHandle* h : impl.handles) {
+    std::unique_ptr<rocksdb::Iterator> it(impl.db->NewIterator(rocksdb::ReadOptions(), h));
+    it->SeekToFirst();
+    if (it->Valid() || !it->status().ok()) return false;
+  }
+  return true;
+}
+
+Status write_header(const RunStore::Impl& impl) {
+  StoreHeader h;
+  h.magic = std::string(kStoreMagic);
+  h.format_version = kStoreFormatVersion;
+  h.created_unix_ms = unix_ms_now();
+  h.created_by =
+      std::string("cuda-agent ") + build_info::kVersion + " (" + build_info::kGitCommit + ")";
+  rocksdb::WriteOptions sync;
+  sync.sync = true;
+  rocksdb::Status s = impl.db->Put(sync, impl.cf(Cf::kDefault), std::string(store_keys::kHeaderKey),
+                                   encode_store_value(h));
+  if (!s.ok()) return rocks::to_error(s, impl.options.dir + ": write the store header");
+  return Status::ok();
+}
+
+}  // namespace
+
+Expected<bool> check_store_directory(const std::string& dir, StoreMode mode) {
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) {
+    if (mode != StoreMode::kWrite) {
+      return store_error(ErrorCategory::kNotFound, "store.missing",
+                         "no run store at " + dir + ": the directory does not exist");
+    }
+    if (!fs::create_directories(dir, ec) && ec) {
+      return store_error(ErrorCategory::kIo, "store.io",
+                         "cannot create the store directory " + dir + ": " + ec.message());
+    }
+    return true;
+  }
+  if (!fs::is_directory(dir, ec)) {
+    return store_error(ErrorCategory::kInvalidInput, "store.not_a_store",
+                       dir + " is not a run store: it is not a directory");
+  }
+  if (fs::exists(fs::path(dir) / "CURRENT", ec)) return false;
+  if (mode == StoreMode::kWrite && fs::is_empty(dir, ec)) return true;
+  return store_error(
+      ErrorCategory::kInvalidInput, "store.not_a_store",
+      dir + " is not a run store (no RocksDB CURRENT file)" +
+          (mode == StoreMode::kWrite ? "; refusing to create one in a non-empty directory" : ""));
+}
+
+Expected<std::vector<rocksdb::ColumnFamilyDescriptor>> resolve_families(
+    const std::string& dir, StoreMode mode, const rocks::StoreRocksOptions& options, bool create) {
+  std::vector<rocksdb::ColumnFamilyDescriptor> families = options.column_families;
+  if (create) return families;
+  std::vector<std::string> existing;
+  rocksdb::Status s = rocksdb::DB::ListColumnFamilies(options.db, dir, &existing);
+  if (!s.ok()) return rocks::to_error(s, dir + ": read the store's column families");
+  std::string missing;
+  for (const auto& ours : options.column_families) {
+    if (std::find(existing.begin(), existing.end(), ours.name) == existing.end()) {
+      missing += " " + ours.name;
+    }
+  }
+  if (!missing.empty()) {
+    // Another RocksDB database (left untouched), a store whose creation was interrupted (empty:
+    // the writer completes it) or a store of an older build (the writer adds the families).
+    ASSIGN_OR_RETURN(const Probe probe, probe_database(options.db, dir, existing));
+    if (!probe.header && !probe.empty) {
+      return store_error(ErrorCategory::kInvalidInput, "store.not_a_store",
+                         dir +
+                             " is a RocksDB database but not a cuda-agent run store (no "
+                             "header); left untouched");
+    }
+    if (mode != StoreMode::kWrite) {
+      return store_error(ErrorCategory::kInvalidInput, "store.not_a_store",
+                         dir + " is not a complete run store (missing column families:" + missing +
+                             "); opening it for writing completes it");
+    }
+  }
+  for (const std::string& name : existing) {  // a newer build's families: opened, untouched
+    const bool ours = std::any_of(families.begin(), families.end(),
+                                  [&](const auto& d) { return d.name == name; });
+    if (!ours) families.emplace_back(name, rocksdb::ColumnFamilyOptions());
+  }
+  return families;
+}
+
+Status check_store_header(const RunStore::Impl& impl) {
+  const std::string& dir = impl.options.dir;
+  const std::string key(store_keys::kHeaderKey);
+  std::string value;
+  rocksdb::Status s = impl.db->Get(rocksdb::ReadOptions(), impl.cf(Cf::kDefault), key, &value);
+  if (s.IsNotFound()) {
+    // A new store, or one whose creation was interrupted before its header was written.
+    if (impl.mode == StoreMode::kWrite && database_empty(impl)) return write_header(impl);
+    return store_error(ErrorCategory::kInvalidInput, "store.not_a_store",
+                       dir + " is a RocksDB database but not a cuda-agent run store (no header)");
+  }
+  if (!s.ok()) return rocks::to_error(s, dir + ": read the store header");
+  StoreHeader h;
+  RETURN_IF_ERROR(impl.decode(Cf::kDefault, key, value, &h));
+  if (h.magic != kStoreMagic) {
+    return store_error(ErrorCategory::kInvalidInput, "store.not_a_store",
+                       dir + " is not a cuda-agent run store (header magic '" + h.magic + "')");
+  }
+  if (h.format_version > kStoreFormatVersion) {
+    return store_error(ErrorCategory::kInvalidInput, "store.newer_version",
+                       dir + " was created by a newer version (" + h.created_by +
+                           ", store format " + std::to_string(h.format_version) +
+                           "); this build reads up to format " +
+                           std::to_string(kStoreFormatVersion));
+  }
+  return Status::ok();
+}
+
+}  // namespace cuda_agent
