@@ -2,42 +2,13 @@
 
 #include "messages/capnp_io.h"
 #include "messages/common.capnp.h"
+#include "messages/wire_detail.h"
 
 namespace cuda_agent {
-namespace {
-
-wire::ErrorCategory to_wire(ErrorCategory c) {
-  switch (c) {
-    case ErrorCategory::kInvalidInput: return wire::ErrorCategory::INVALID_INPUT;
-    case ErrorCategory::kNotFound: return wire::ErrorCategory::NOT_FOUND;
-    case ErrorCategory::kIo: return wire::ErrorCategory::IO;
-    case ErrorCategory::kTimeout: return wire::ErrorCategory::TIMEOUT;
-    case ErrorCategory::kUnavailable: return wire::ErrorCategory::UNAVAILABLE;
-    case ErrorCategory::kPolicy: return wire::ErrorCategory::POLICY;
-    case ErrorCategory::kInternal: return wire::ErrorCategory::INTERNAL;
-  }
-  return wire::ErrorCategory::INTERNAL;
-}
-
-ErrorCategory from_wire(wire::ErrorCategory c) {
-  switch (c) {
-    case wire::ErrorCategory::INVALID_INPUT: return ErrorCategory::kInvalidInput;
-    case wire::ErrorCategory::NOT_FOUND: return ErrorCategory::kNotFound;
-    case wire::ErrorCategory::IO: return ErrorCategory::kIo;
-    case wire::ErrorCategory::TIMEOUT: return ErrorCategory::kTimeout;
-    case wire::ErrorCategory::UNAVAILABLE: return ErrorCategory::kUnavailable;
-    case wire::ErrorCategory::POLICY: return ErrorCategory::kPolicy;
-    case wire::ErrorCategory::INTERNAL: return ErrorCategory::kInternal;
-  }
-  return ErrorCategory::kInternal;  // an enumerant added by a newer peer
-}
-
-}  // namespace
-
 std::string encode_error(const Error& error) {
   capnp::MallocMessageBuilder message;
   auto root = message.initRoot<wire::Error>();
-  root.setCategory(to_wire(error.category));
+  root.setCategory(wire_detail::category_to_wire(error.category));
   root.setCode(error.code);
   root.setMessage(error.message);
   return capnp_io::to_bytes(message);
@@ -46,8 +17,9 @@ std::string encode_error(const Error& error) {
 Expected<Error> decode_error(std::string_view bytes, const DecodeLimits& limits) {
   return capnp_io::read_root<wire::Error>(
       bytes, limits, "Error", [](wire::Error::Reader r) -> Expected<Error> {
-        return Expected<Error>(std::in_place, Error{from_wire(r.getCategory()), r.getCode().cStr(),
-                                                    r.getMessage().cStr()});
+        return Expected<Error>(std::in_place,
+                               Error{wire_detail::category_from_wire(r.getCategory()),
+                                     r.getCode().cStr(), r.getMessage().cStr()});
       });
 }
 

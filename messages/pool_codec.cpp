@@ -3,43 +3,17 @@
 #include "messages/capnp_io.h"
 #include "messages/common.capnp.h"
 #include "messages/pool.capnp.h"
+#include "messages/wire_detail.h"
 
 namespace cuda_agent {
 namespace {
-
-// common_codec.cpp keeps its category mapping private; this is the same table.
-wire::ErrorCategory category_to_wire(ErrorCategory c) {
-  switch (c) {
-    case ErrorCategory::kInvalidInput: return wire::ErrorCategory::INVALID_INPUT;
-    case ErrorCategory::kNotFound: return wire::ErrorCategory::NOT_FOUND;
-    case ErrorCategory::kIo: return wire::ErrorCategory::IO;
-    case ErrorCategory::kTimeout: return wire::ErrorCategory::TIMEOUT;
-    case ErrorCategory::kUnavailable: return wire::ErrorCategory::UNAVAILABLE;
-    case ErrorCategory::kPolicy: return wire::ErrorCategory::POLICY;
-    case ErrorCategory::kInternal: return wire::ErrorCategory::INTERNAL;
-  }
-  return wire::ErrorCategory::INTERNAL;
-}
-
-ErrorCategory category_from_wire(wire::ErrorCategory c) {
-  switch (c) {
-    case wire::ErrorCategory::INVALID_INPUT: return ErrorCategory::kInvalidInput;
-    case wire::ErrorCategory::NOT_FOUND: return ErrorCategory::kNotFound;
-    case wire::ErrorCategory::IO: return ErrorCategory::kIo;
-    case wire::ErrorCategory::TIMEOUT: return ErrorCategory::kTimeout;
-    case wire::ErrorCategory::UNAVAILABLE: return ErrorCategory::kUnavailable;
-    case wire::ErrorCategory::POLICY: return ErrorCategory::kPolicy;
-    case wire::ErrorCategory::INTERNAL: return ErrorCategory::kInternal;
-  }
-  return ErrorCategory::kInternal;  // an enumerant added by a newer peer
-}
 
 capnp::Text::Reader text(const std::string& s) { return capnp::Text::Reader(s.data(), s.size()); }
 
 // ---- encoding ----------------------------------------------------------------------------------
 
 void set_error(wire::Error::Builder b, const Error& e) {
-  b.setCategory(category_to_wire(e.category));
+  b.setCategory(wire_detail::category_to_wire(e.category));
   b.setCode(text(e.code));
   b.setMessage(text(e.message));
 }
@@ -97,7 +71,7 @@ struct Reading {
   }
 
   Error error(wire::Error::Reader r) {
-    return Error{category_from_wire(r.getCategory()),
+    return Error{wire_detail::category_from_wire(r.getCategory()),
                  text(r.getCode(), "error code", kPoolMaxTextBytes),
                  text(r.getMessage(), "error message", kPoolMaxErrorMessageBytes)};
   }

@@ -15,9 +15,6 @@ std::vector<std::string> get_texts(capnp::List<capnp::Text>::Reader in) {
   return out;
 }
 
-namespace {
-
-// Same mapping as messages/common_codec.cpp (kept private there).
 wire::ErrorCategory category_to_wire(ErrorCategory c) {
   switch (c) {
     case ErrorCategory::kInvalidInput: return wire::ErrorCategory::INVALID_INPUT;
@@ -44,7 +41,7 @@ ErrorCategory category_from_wire(wire::ErrorCategory c) {
   return ErrorCategory::kInternal;  // a category added by a newer peer
 }
 
-}  // namespace
+namespace {}  // namespace
 
 void set_error(wire::Error::Builder out, const Error& error) {
   out.setCategory(category_to_wire(error.category));

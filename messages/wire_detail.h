@@ -24,6 +24,11 @@
 
 namespace cuda_agent::wire_detail {
 
+/// ErrorCategory <-> wire::ErrorCategory, for every codec. An enumerant from a newer peer maps to
+/// kInternal.
+wire::ErrorCategory category_to_wire(ErrorCategory c);
+ErrorCategory category_from_wire(wire::ErrorCategory c);
+
 /// The C++ enum `cpp` and the wire enumerant `wire` have the same value.
 #define CA_SAME_ENUM(cpp, wire)                                                      \
   static_assert(static_cast<std::uint16_t>(cpp) == static_cast<std::uint16_t>(wire), \
