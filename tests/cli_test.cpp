@@ -1,6 +1,8 @@
 // End to end: the cuda-agent executable run as a user runs it, in a child process.
 #include <gtest/gtest.h>
 
+#include "tests/cli_runner.h"
+
 #include <sys/wait.h>
 
 #include <array>
@@ -12,22 +14,8 @@
 
 namespace {
 
-struct CmdResult {
-  int exit_code;
-  std::string output;  // stdout and stderr together
-};
-
-CmdResult run(const std::string& args) {
-  std::string cmd = std::string(CUDA_AGENT_EXE) + " " + args + " 2>&1";
-  std::FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) return {-1, "popen failed"};
-  std::string out;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-  int status = ::pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+using cuda_agent::testing::CmdResult;
+CmdResult run(const std::string& args) { return cuda_agent::testing::run_cli(args); }
 
 std::string source_dir() {
   const char* s = std::getenv("CUDA_AGENT_SOURCE_DIR");

@@ -12,6 +12,7 @@
 
 #include "storage/run_store.h"
 #include "storage/store_test_util.h"
+#include "tests/cli_runner.h"
 
 namespace cuda_agent {
 namespace {
@@ -21,22 +22,8 @@ using testing::make_episode;
 using testing::store_at;
 using testing::TempDir;
 
-struct CmdResult {
-  int exit_code;
-  std::string output;  // stdout and stderr together
-};
-
-CmdResult run(const std::string& args) {
-  std::string cmd = std::string(CUDA_AGENT_EXE) + " " + args + " 2>&1";
-  std::FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) return {-1, "popen failed"};
-  std::string out;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-  int status = ::pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+using testing::CmdResult;
+CmdResult run(const std::string& args) { return testing::run_cli(args); }
 
 bool has(const CmdResult& r, const std::string& text) {
   return r.output.find(text) != std::string::npos;
