@@ -215,7 +215,8 @@ TEST(PoolFailover, BrokerRestartsWhileWorkersAreConnected) {
   options.worker_endpoint = workers;
   broker = must(WorkPoolBroker::start(options));
   ASSERT_TRUE(has_workers(*broker, 2));
-  EXPECT_GE(plain->announcements(), 2u);
+  // The broker may register the READY before the worker thread counts it: wait for the count.
+  EXPECT_TRUE(eventually([&] { return plain->announcements() >= 2; }));
   auto after = client->call(request("after", "y"));
   ASSERT_TRUE(after) << after.error().to_string();
   EXPECT_EQ(*after, "echo:y");
