@@ -1,7 +1,9 @@
 // Bad values on disk: each gives a typed error naming the column family and key, and nothing else
 // is affected. The bad bytes are written with RocksDB directly, behind the store's back.
 #include <gtest/gtest.h>
+
 #include <rocksdb/db.h>
+#include <fstream>
 
 #include "storage/rocks_adapter.h"
 #include "storage/run_store.h"
@@ -173,4 +175,27 @@ TEST(RunStoreFaults, AStoreWhoseCreationWasInterruptedIsCompletedByTheWriter) {
 }
 
 }  // namespace
+// A writer killed while RocksDB itself was creating the database (before CURRENT exists) leaves
+// only RocksDB's own files: the next writer finishes the creation. A foreign file keeps the
+// directory refused. Seen once in store_crash_test (round 0 is killed during creation).
+TEST(RunStoreFaults, RocksDbCreationDebrisWithoutCurrentIsCompletedByTheWriter) {
+  TempDir tmp("debris");
+  const std::string dir = tmp.sub("s");
+  std::filesystem::create_directories(dir);
+  for (const char* f : {"LOCK", "LOG", "IDENTITY", "MANIFEST-000001", "000001.dbtmp"}) {
+    std::ofstream(dir + "/" + f) << "x";
+  }
+  EXPECT_EQ(RunStore::open(store_at(dir), StoreMode::kReadOnly).error().code, "store.not_a_store");
+  {
+    auto w = RunStore::open(store_at(dir), StoreMode::kWrite);
+    ASSERT_TRUE(w) << w.error().to_string();
+  }
+  EXPECT_TRUE(RunStore::open(store_at(dir), StoreMode::kReadOnly));
+
+  const std::string foreign = tmp.sub("f");
+  std::filesystem::create_directories(foreign);
+  for (const char* f : {"LOCK", "LOG", "notes.txt"}) std::ofstream(foreign + "/" + f) << "x";
+  EXPECT_EQ(RunStore::open(store_at(foreign), StoreMode::kWrite).error().code, "store.not_a_store");
+}
+
 }  // namespace cuda_agent

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <regex>
 
 #include "core/version.h"
 #include "storage/run_store_impl.h"
@@ -55,6 +56,24 @@ Expected<Probe> probe_database(const rocksdb::DBOptions& options, const std::str
   return probe;
 }
 
+// True when `dir` holds only what RocksDB writes while creating a database, before CURRENT:
+// a writer killed at that moment left it, nothing can have been acknowledged, and the next writer
+// may finish the creation. Anything else (a foreign file) keeps the directory refused.
+bool only_creation_debris(const std::string& dir) {
+  static const std::regex kDebris(
+      R"((LOCK|IDENTITY|LOG|LOG\.old\.\d+|MANIFEST-\d+|OPTIONS-\d+(\.dbtmp)?|\d+\.dbtmp|\d+\.log))");
+  std::error_code ec;
+  bool any = false;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (!entry.is_regular_file(ec) ||
+        !std::regex_match(entry.path().filename().string(), kDebris)) {
+      return false;
+    }
+    any = true;
+  }
+  return any && !ec;
+}
+
 bool database_empty(const RunStore::Impl& impl) {
   for (rocksdb::ColumnFamilyHandle* h : impl.handles) {
     std::unique_ptr<rocksdb::Iterator> it(impl.db->NewIterator(rocksdb::ReadOptions(), h));
@@ -99,7 +118,9 @@ Expected<bool> check_store_directory(const std::string& dir, StoreMode mode) {
                        dir + " is not a run store: it is not a directory");
   }
   if (fs::exists(fs::path(dir) / "CURRENT", ec)) return false;
-  if (mode == StoreMode::kWrite && fs::is_empty(dir, ec)) return true;
+  if (mode == StoreMode::kWrite && (fs::is_empty(dir, ec) || only_creation_debris(dir))) {
+    return true;
+  }
   return store_error(
       ErrorCategory::kInvalidInput, "store.not_a_store",
       dir + " is not a run store (no RocksDB CURRENT file)" +
