@@ -113,12 +113,6 @@ zmq::message_t share_frame(zmq::message_t& m) {
   return out;
 }
 
-std::int64_t now_unix_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 std::optional<std::uint64_t> LogLimiter::allow(SteadyTime now) {
   if (now - window_start_ >= std::chrono::seconds(1)) {
     window_start_ = now;

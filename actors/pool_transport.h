@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "actors/curve_keys.h"
+#include "core/clock.h"
 #include "core/error.h"
 
 namespace cuda_agent {
@@ -64,8 +65,6 @@ inline std::string_view view(const zmq::message_t& m) {
 /// A frame sharing `m`'s content (reference-counted for large frames, no copy).
 zmq::message_t share_frame(zmq::message_t& m);
 
-/// Milliseconds since the Unix epoch (deadlines are absolute wall-clock times).
-std::int64_t now_unix_ms();
 using SteadyTime = std::chrono::steady_clock::time_point;
 
 /// Lets through at most `per_second` log lines a second and counts the rest, so a flood of bad

@@ -1,5 +1,7 @@
 #include "storage/rocks_adapter.h"
 
+#include "core/clock.h"
+
 #include <rocksdb/cache.h>
 #include <rocksdb/compaction_filter.h>
 #include <rocksdb/convenience.h>
@@ -76,12 +78,6 @@ class MetricsTtlFilterFactory : public rocksdb::CompactionFilterFactory {
   UnixMsClock clock_;
 };
 
-std::int64_t system_unix_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 }  // namespace
 
 bool is_lock_error(const rocksdb::Status& status) {
@@ -156,7 +152,7 @@ StoreRocksOptions make_options(const StoreOptions& options, UnixMsClock clock) {
     }
     if (cf == Cf::kMetrics && options.metrics_ttl_days > 0) {
       cfo.compaction_filter_factory = std::make_shared<MetricsTtlFilterFactory>(
-          options.metrics_ttl_days * 86'400'000LL, clock ? clock : UnixMsClock(system_unix_ms));
+          options.metrics_ttl_days * 86'400'000LL, clock ? clock : UnixMsClock(now_unix_ms));
       cfo.periodic_compaction_seconds = 86'400;  // every file meets the filter at least daily
     }
     out.column_families.emplace_back(std::string(store_keys::cf_name(cf)), cfo);

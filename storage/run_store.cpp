@@ -16,10 +16,6 @@ namespace {
 namespace fs = std::filesystem;
 using store_keys::Cf;
 
-Error store_error(ErrorCategory category, const char* code, std::string message) {
-  return make_error(category, code, std::move(message));
-}
-
 }  // namespace
 
 RunStore::Impl::~Impl() {
@@ -90,8 +86,8 @@ Expected<std::unique_ptr<RunStore>> RunStore::open(const StoreOptions& options, 
   } else {
     std::string pattern = (fs::temp_directory_path() / "cuda-agent-secondary-XXXXXX").string();
     if (!::mkdtemp(pattern.data())) {
-      return store_error(ErrorCategory::kIo, "store.io",
-                         "cannot create a temporary directory for a secondary view of " + dir);
+      return make_error(ErrorCategory::kIo, "store.io",
+                        "cannot create a temporary directory for a secondary view of " + dir);
     }
     impl->secondary_dir = pattern;
     ro.db.max_open_files = -1;  // required by secondary instances
@@ -100,9 +96,9 @@ Expected<std::unique_ptr<RunStore>> RunStore::open(const StoreOptions& options, 
   }
   if (!s.ok()) {
     if (rocks::is_lock_error(s)) {
-      return store_error(ErrorCategory::kUnavailable, "store.locked",
-                         "store locked by another writer: " + dir + " (" + s.ToString() +
-                             "); open it read-only or as a secondary to read it while it runs");
+      return make_error(ErrorCategory::kUnavailable, "store.locked",
+                        "store locked by another writer: " + dir + " (" + s.ToString() +
+                            "); open it read-only or as a secondary to read it while it runs");
     }
     return rocks::to_error(s, "open the store " + dir);
   }
@@ -121,8 +117,8 @@ StoreMode RunStore::mode() const { return impl_->mode; }
 
 void RunStore::submit(StoreWrite write, StoreClock::time_point deadline, WriteCallback done) {
   if (impl_->mode != StoreMode::kWrite) {
-    done(store_error(ErrorCategory::kInvalidInput, "store.read_only",
-                     dir() + " is open for reading only"));
+    done(make_error(ErrorCategory::kInvalidInput, "store.read_only",
+                    dir() + " is open for reading only"));
     return;
   }
   Expected<PreparedWrite> prepared = prepare_write(std::move(write));
@@ -139,10 +135,9 @@ Status RunStore::write(StoreWrite write, std::chrono::milliseconds timeout) {
   submit(std::move(write), StoreClock::now() + timeout,
          [promise](const Status& s) { promise->set_value(s); });
   if (acked.wait_for(timeout) != std::future_status::ready) {
-    return store_error(ErrorCategory::kTimeout, "store.ack_timeout",
-                       dir() + ": write not acknowledged within " +
-                           std::to_string(timeout.count()) +
-                           " ms; it may still be written and retrying it is safe");
+    return make_error(ErrorCategory::kTimeout, "store.ack_timeout",
+                      dir() + ": write not acknowledged within " + std::to_string(timeout.count()) +
+                          " ms; it may still be written and retrying it is safe");
   }
   return acked.get();
 }
@@ -160,8 +155,8 @@ Status RunStore::catch_up() {
 
 Status RunStore::compact() {
   if (impl_->mode != StoreMode::kWrite) {
-    return store_error(ErrorCategory::kInvalidInput, "store.read_only",
-                       dir() + " is open for reading only");
+    return make_error(ErrorCategory::kInvalidInput, "store.read_only",
+                      dir() + " is open for reading only");
   }
   for (int i = 0; i < static_cast<int>(Cf::kCount); ++i) {
     rocksdb::CompactRangeOptions options;

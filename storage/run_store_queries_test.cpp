@@ -8,6 +8,7 @@
 #include <random>
 #include <sstream>
 
+#include "core/clock.h"
 #include "storage/run_store.h"
 #include "storage/store_test_util.h"
 
@@ -252,9 +253,7 @@ TEST(RunStoreRetention, CheckpointsInStepOrderAndMetricsPastTheirTtlDropAtCompac
   StoreOptions o = store_at(tmp.sub("s"));
   o.metrics_ttl_days = 1;
   auto store = std::move(RunStore::open(o, StoreMode::kWrite)).value();
-  const std::int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                               std::chrono::system_clock::now().time_since_epoch())
-                               .count();
+  const std::int64_t now = now_unix_ms();
   StoreWrite w;
   for (std::uint64_t step : {300u, 2u, 10u}) {
     w.checkpoints.push_back(

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <regex>
 
+#include "core/clock.h"
 #include "core/version.h"
 #include "storage/run_store_impl.h"
 
@@ -14,16 +15,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using store_keys::Cf;
-
-Error store_error(ErrorCategory category, const char* code, std::string message) {
-  return make_error(category, code, std::move(message));
-}
-
-std::int64_t unix_ms_now() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 // What a read-only look at an existing database finds, changing nothing.
 struct Probe {
@@ -87,7 +78,7 @@ Status write_header(const RunStore::Impl& impl) {
   StoreHeader h;
   h.magic = std::string(kStoreMagic);
   h.format_version = kStoreFormatVersion;
-  h.created_unix_ms = unix_ms_now();
+  h.created_unix_ms = now_unix_ms();
   h.created_by =
       std::string("cuda-agent ") + build_info::kVersion + " (" + build_info::kGitCommit + ")";
   rocksdb::WriteOptions sync;
@@ -104,24 +95,24 @@ Expected<bool> check_store_directory(const std::string& dir, StoreMode mode) {
   std::error_code ec;
   if (!fs::exists(dir, ec)) {
     if (mode != StoreMode::kWrite) {
-      return store_error(ErrorCategory::kNotFound, "store.missing",
-                         "no run store at " + dir + ": the directory does not exist");
+      return make_error(ErrorCategory::kNotFound, "store.missing",
+                        "no run store at " + dir + ": the directory does not exist");
     }
     if (!fs::create_directories(dir, ec) && ec) {
-      return store_error(ErrorCategory::kIo, "store.io",
-                         "cannot create the store directory " + dir + ": " + ec.message());
+      return make_error(ErrorCategory::kIo, "store.io",
+                        "cannot create the store directory " + dir + ": " + ec.message());
     }
     return true;
   }
   if (!fs::is_directory(dir, ec)) {
-    return store_error(ErrorCategory::kInvalidInput, "store.not_a_store",
-                       dir + " is not a run store: it is not a directory");
+    return make_error(ErrorCategory::kInvalidInput, "store.not_a_store",
+                      dir + " is not a run store: it is not a directory");
   }
   if (fs::exists(fs::path(dir) / "CURRENT", ec)) return false;
   if (mode == StoreMode::kWrite && (fs::is_empty(dir, ec) || only_creation_debris(dir))) {
     return true;
   }
-  return store_error(
+  return make_error(
       ErrorCategory::kInvalidInput, "store.not_a_store",
       dir + " is not a run store (no RocksDB CURRENT file)" +
           (mode == StoreMode::kWrite ? "; refusing to create one in a non-empty directory" : ""));
@@ -145,15 +136,15 @@ Expected<std::vector<rocksdb::ColumnFamilyDescriptor>> resolve_families(
     // the writer completes it) or a store of an older build (the writer adds the families).
     ASSIGN_OR_RETURN(const Probe probe, probe_database(options.db, dir, existing));
     if (!probe.header && !probe.empty) {
-      return store_error(ErrorCategory::kInvalidInput, "store.not_a_store",
-                         dir +
-                             " is a RocksDB database but not a cuda-agent run store (no "
-                             "header); left untouched");
+      return make_error(ErrorCategory::kInvalidInput, "store.not_a_store",
+                        dir +
+                            " is a RocksDB database but not a cuda-agent run store (no "
+                            "header); left untouched");
     }
     if (mode != StoreMode::kWrite) {
-      return store_error(ErrorCategory::kInvalidInput, "store.not_a_store",
-                         dir + " is not a complete run store (missing column families:" + missing +
-                             "); opening it for writing completes it");
+      return make_error(ErrorCategory::kInvalidInput, "store.not_a_store",
+                        dir + " is not a complete run store (missing column families:" + missing +
+                            "); opening it for writing completes it");
     }
   }
   for (const std::string& name : existing) {  // a newer build's families: opened, untouched
@@ -172,22 +163,21 @@ Status check_store_header(const RunStore::Impl& impl) {
   if (s.IsNotFound()) {
     // A new store, or one whose creation was interrupted before its header was written.
     if (impl.mode == StoreMode::kWrite && database_empty(impl)) return write_header(impl);
-    return store_error(ErrorCategory::kInvalidInput, "store.not_a_store",
-                       dir + " is a RocksDB database but not a cuda-agent run store (no header)");
+    return make_error(ErrorCategory::kInvalidInput, "store.not_a_store",
+                      dir + " is a RocksDB database but not a cuda-agent run store (no header)");
   }
   if (!s.ok()) return rocks::to_error(s, dir + ": read the store header");
   StoreHeader h;
   RETURN_IF_ERROR(impl.decode(Cf::kDefault, key, value, &h));
   if (h.magic != kStoreMagic) {
-    return store_error(ErrorCategory::kInvalidInput, "store.not_a_store",
-                       dir + " is not a cuda-agent run store (header magic '" + h.magic + "')");
+    return make_error(ErrorCategory::kInvalidInput, "store.not_a_store",
+                      dir + " is not a cuda-agent run store (header magic '" + h.magic + "')");
   }
   if (h.format_version > kStoreFormatVersion) {
-    return store_error(ErrorCategory::kInvalidInput, "store.newer_version",
-                       dir + " was created by a newer version (" + h.created_by +
-                           ", store format " + std::to_string(h.format_version) +
-                           "); this build reads up to format " +
-                           std::to_string(kStoreFormatVersion));
+    return make_error(ErrorCategory::kInvalidInput, "store.newer_version",
+                      dir + " was created by a newer version (" + h.created_by + ", store format " +
+                          std::to_string(h.format_version) + "); this build reads up to format " +
+                          std::to_string(kStoreFormatVersion));
   }
   return Status::ok();
 }
