@@ -8,23 +8,11 @@
 namespace cuda_agent {
 namespace {
 
-capnp::Text::Reader text(const std::string& s) { return capnp::Text::Reader(s.data(), s.size()); }
+using wire_detail::set_error;
+using wire_detail::set_header;
+using wire_detail::text;
 
 // ---- encoding ----------------------------------------------------------------------------------
-
-void set_error(wire::Error::Builder b, const Error& e) {
-  b.setCategory(wire_detail::category_to_wire(e.category));
-  b.setCode(text(e.code));
-  b.setMessage(text(e.message));
-}
-
-void set_header(wire::RequestHeader::Builder b, const RequestHeader& h) {
-  b.setFormatVersion(wire::FORMAT_VERSION);
-  b.setRequestId(text(h.request_id.value()));
-  b.setRunId(text(h.run_id.value()));
-  b.setPolicyVersion(h.policy_version.value());
-  b.setDeadlineUnixMs(h.deadline_unix_ms);
-}
 
 void set_texts(capnp::List<capnp::Text>::Builder list, const std::vector<std::string>& items) {
   for (unsigned i = 0; i < items.size(); ++i) list.set(i, text(items[i]));

@@ -41,8 +41,6 @@ ErrorCategory category_from_wire(wire::ErrorCategory c) {
   return ErrorCategory::kInternal;  // a category added by a newer peer
 }
 
-namespace {}  // namespace
-
 void set_error(wire::Error::Builder out, const Error& error) {
   out.setCategory(category_to_wire(error.category));
   out.setCode(text(error.code));
