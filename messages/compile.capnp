@@ -82,6 +82,9 @@ struct CompileResult {
   fileTimings @6 :List(FileTiming);          # one per compiled file
   totalSeconds @7 :Float64;                  # wall-clock seconds of the whole job, link included
   cacheHit @8 :Bool;                         # true: served from the artifact cache, nothing ran
+  artifact @9 :Data;                         # the shared object itself (artifactSizeBytes long)
+  toolchain @10 :Text;                       # nvcc and host compiler versions, one line each
+  sandboxed @11 :Text;                       # how jobs were confined, e.g. "uid 61000, no network"
 }
 
 # Reply to a CompileRequest. A failed build (compile error, static-check violation) is an error:

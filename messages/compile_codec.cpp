@@ -51,6 +51,9 @@ void set_result(wire::CompileResult::Builder out, const CompileResult& in) {
   }
   out.setTotalSeconds(in.total_seconds);
   out.setCacheHit(in.cache_hit);
+  out.setArtifact(as_data(in.artifact));
+  out.setToolchain(text(in.toolchain));
+  out.setSandboxed(text(in.sandboxed));
 }
 
 CompileResult get_result(wire::CompileResult::Reader in) {
@@ -84,6 +87,9 @@ CompileResult get_result(wire::CompileResult::Reader in) {
   }
   out.total_seconds = in.getTotalSeconds();
   out.cache_hit = in.getCacheHit();
+  out.artifact = from_data(in.getArtifact());
+  out.toolchain = str(in.getToolchain());
+  out.sandboxed = str(in.getSandboxed());
   return out;
 }
 

@@ -95,6 +95,9 @@ struct CompileResult {
   std::vector<FileTiming> file_timings;       ///< one per compiled file
   double total_seconds = 0;                   ///< whole job, link included
   bool cache_hit = false;                     ///< served from the artifact cache
+  std::string artifact;   ///< the shared object's bytes (artifact_size_bytes long)
+  std::string toolchain;  ///< nvcc and host compiler versions, one line each
+  std::string sandboxed;  ///< how the compiler processes were confined
 };
 
 /// Answer to a CompileRequest.

@@ -102,6 +102,12 @@ TEST(CompileCodec, ExtremeValuesAndBinaryTextSurvive) {
   r.total_seconds = std::numeric_limits<double>::infinity();
   r.log = std::string(1 << 20, 'x');  // a 1 MiB log
   r.cache_hit = true;
+  r.artifact = std::string(
+      "\x7f"
+      "ELF\0\1\2",
+      7);  // binary bytes, NUL included
+  r.toolchain = "nvcc 13.0\ng++ 12";
+  r.sandboxed = "uid 61000";
   auto out = decode_compile_reply(encode_compile_reply(in));
   ASSERT_TRUE(out) << out.error().to_string();
   EXPECT_EQ(out->request_id.value().size(), 11u);
@@ -110,6 +116,9 @@ TEST(CompileCodec, ExtremeValuesAndBinaryTextSurvive) {
   EXPECT_EQ(out->outcome->total_seconds, std::numeric_limits<double>::infinity());
   EXPECT_EQ(out->outcome->log.size(), 1u << 20);
   EXPECT_TRUE(out->outcome->cache_hit);
+  EXPECT_EQ(out->outcome->artifact, r.artifact);
+  EXPECT_EQ(out->outcome->toolchain, r.toolchain);
+  EXPECT_EQ(out->outcome->sandboxed, r.sandboxed);
 }
 
 TEST(CompileCodec, EnumValuesFromANewerPeerDecodeAsUnknown) {

@@ -1,0 +1,249 @@
+#include "compile_farm/build_steps.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+
+#include "compile_farm/compiler_output.h"
+#include "compile_farm/file_cache.h"
+#include "core/content_hash.h"
+
+namespace cuda_agent::compile_farm {
+namespace fs = std::filesystem;
+namespace {
+
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+std::string last_nonempty_line(const std::string& s) {
+  std::size_t e = s.find_last_not_of("\n ");
+  if (e == std::string::npos) return "";
+  std::size_t b = s.rfind('\n', e);
+  return s.substr(b == std::string::npos ? 0 : b + 1, e - (b == std::string::npos ? 0 : b + 1) + 1);
+}
+
+std::string find_on_path(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::string dirs = std::string(path ? path : "") + ":/usr/local/bin:/usr/bin:/bin";
+  std::size_t b = 0;
+  while (b <= dirs.size()) {
+    std::size_t e = dirs.find(':', b);
+    if (e == std::string::npos) e = dirs.size();
+    std::string candidate = dirs.substr(b, e - b) + "/" + name;
+    if (e > b && ::access(candidate.c_str(), X_OK) == 0) return candidate;
+    b = e + 1;
+  }
+  return "";
+}
+
+std::vector<std::string> environment(const Toolchain& tc, const std::string& dir) {
+  return {"PATH=" + tc.path_env, "HOME=" + dir, "TMPDIR=" + dir + "/tmp", "LANG=C", "LC_ALL=C"};
+}
+
+Error tool_failure(std::string code, const std::string& what, const std::string& detail) {
+  return make_error(ErrorCategory::kInvalidInput, std::move(code), what + ": " + detail);
+}
+
+/// Runs one tool of the job in the sandbox and maps every way it can end to the job's errors.
+/// `what` names the step for the messages ("nvcc on kernels/a.cu").
+Expected<SandboxResult> run_step(const JobContext& job, std::vector<std::string> argv,
+                                 const std::string& what) {
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(job.deadline - Clock::now());
+  if (left.count() <= 0)
+    return make_error(ErrorCategory::kTimeout, "compile.deadline",
+                      what + ": the job's time ran out before this step");
+  SandboxSpec spec;
+  spec.argv = std::move(argv);
+  spec.env = environment(*job.toolchain, job.dir);
+  spec.work_dir = job.dir;
+  spec.limits = job.limits;
+  spec.limits.wall_ms = std::min<std::int64_t>(left.count(), job.limits.wall_ms);
+  spec.run_as = job.run_as;
+  spec.isolate_network = job.isolate_network;
+  ASSIGN_OR_RETURN(SandboxResult r, run_sandboxed(spec));
+  const std::string tail = last_nonempty_line(r.output);
+  switch (r.outcome) {
+    case SandboxOutcome::kWallTimeout:
+      return tool_failure("compile.timeout", what,
+                          "stopped after " + std::to_string(spec.limits.wall_ms / 1000) +
+                              " s of wall-clock time (the job's limit)");
+    case SandboxOutcome::kCpuLimit:
+      return tool_failure("compile.cpu_limit", what,
+                          "stopped at the CPU-time limit of " +
+                              std::to_string(job.limits.cpu_seconds) + " s");
+    case SandboxOutcome::kOutputLimit:
+      return tool_failure("compile.output_limit", what,
+                          "stopped after printing more than " +
+                              std::to_string(job.limits.output_bytes >> 20) +
+                              " MiB of diagnostics; the first ones:\n" +
+                              trim_compiler_log(r.output));
+    case SandboxOutcome::kFileLimit:
+      return tool_failure("compile.file_limit", what,
+                          "tried to write a file larger than " +
+                              std::to_string(job.limits.file_bytes >> 20) + " MiB");
+    case SandboxOutcome::kSignalled:
+    case SandboxOutcome::kExited:
+      break;
+  }
+  const std::string& out = r.output;
+  auto has = [&](std::string_view s) { return out.find(s) != std::string::npos; };
+  if (r.outcome == SandboxOutcome::kExited && r.exit_code == 0) return r;
+  if (has("died due to signal 25") || has("File size limit exceeded"))
+    return tool_failure("compile.file_limit", what,
+                        "a compiler stage tried to write a file larger than " +
+                            std::to_string(job.limits.file_bytes >> 20) + " MiB");
+  if (has("died due to signal 24") || has("died due to signal 9"))
+    return tool_failure("compile.cpu_limit", what,
+                        "a compiler stage was stopped at the CPU-time limit of " +
+                            std::to_string(job.limits.cpu_seconds) + " s");
+  if (has("out of memory") || has("std::bad_alloc") || has("Cannot allocate memory") ||
+      has("memory exhausted") || has("virtual memory exhausted"))
+    return tool_failure("compile.memory_limit", what,
+                        "ran out of its " + std::to_string(job.limits.memory_bytes >> 20) +
+                            " MiB memory limit: " + tail);
+  std::string log = trim_compiler_log(out);
+  return make_error(ErrorCategory::kInvalidInput, "compile.failed",
+                    what + " failed" +
+                        (r.outcome == SandboxOutcome::kSignalled
+                             ? " (killed by signal " + std::to_string(r.signal) + ")"
+                             : "") +
+                        ":\n" + (log.empty() ? tail : log));
+}
+
+Status chown_for_job(const JobContext& job, const std::string& path) {
+  if (!job.run_as) return Status();
+  if (::lchown(path.c_str(), job.run_as->uid, job.run_as->gid) != 0)
+    return make_error(ErrorCategory::kIo, "compile.io",
+                      "cannot hand '" + path + "' to uid " + std::to_string(job.run_as->uid));
+  return Status();
+}
+
+}  // namespace
+
+Expected<Toolchain> probe_toolchain(const std::string& cuda_home, const std::string& scratch_dir) {
+  Toolchain tc;
+  tc.cuda_home = cuda_home;
+  tc.nvcc = cuda_home + "/bin/nvcc";
+  auto unavailable = [](std::string m) {
+    return make_error(ErrorCategory::kUnavailable, "compile.toolchain", std::move(m));
+  };
+  if (::access(tc.nvcc.c_str(), X_OK) != 0)
+    return unavailable("nvcc not found at '" + tc.nvcc + "' (set CUDA_HOME or [compile] cuda_home)");
+  tc.nm = find_on_path("nm");
+  tc.readelf = find_on_path("readelf");
+  std::string cxx = find_on_path("g++");
+  if (tc.nm.empty() || tc.readelf.empty() || cxx.empty())
+    return unavailable("nm, readelf and g++ (binutils, build-essential) must be on PATH");
+  tc.path_env = cuda_home + "/bin:" + fs::path(cxx).parent_path().string() + ":/usr/bin:/bin";
+  std::string versions;
+  for (const std::string& tool : {tc.nvcc, cxx}) {
+    SandboxSpec spec{.argv = {tool, "--version"}, .env = {"PATH=" + tc.path_env, "LANG=C"},
+                     .work_dir = scratch_dir};
+    spec.limits.wall_ms = 30'000;
+    auto r = run_sandboxed(spec);
+    if (!r || r->outcome != SandboxOutcome::kExited || r->exit_code != 0)
+      return unavailable("'" + tool + " --version' failed: " +
+                         (r ? last_nonempty_line(r->output) : r.error().message));
+    versions += (tool == tc.nvcc ? "nvcc: " + last_nonempty_line(
+                                                   r->output.substr(0, r->output.rfind("Build")))
+                                 : "host: " + first_line(r->output)) +
+                "\n";
+  }
+  tc.description = versions.substr(0, versions.size() - 1);
+  tc.id = content_hash(tc.description);
+  return tc;
+}
+
+Status prepare_job_dir(const JobContext& job, const std::vector<SourceFile>& files) {
+  std::error_code ec;
+  for (const char* sub : {"", "/kernels", "/obj", "/tmp"}) {
+    std::string d = job.dir + sub;
+    if (!fs::create_directory(d, ec) || ec)
+      return make_error(ErrorCategory::kIo, "compile.io",
+                        "cannot create job directory '" + d + "': " + ec.message());
+    ::chmod(d.c_str(), 0700);
+    RETURN_IF_ERROR(chown_for_job(job, d));
+  }
+  for (const SourceFile& f : files) {
+    if (f.path == "model_new.py") continue;  // the bench's input, not the compiler's
+    std::string p = job.dir + "/" + f.path;
+    RETURN_IF_ERROR(write_file(p, f.content, 0600));
+    RETURN_IF_ERROR(chown_for_job(job, p));
+  }
+  return Status();
+}
+
+std::string object_path(const std::string& source_path) {
+  std::string flat = source_path;
+  std::replace(flat.begin(), flat.end(), '/', '_');
+  return "obj/" + flat + ".o";
+}
+
+Expected<ObjectBuild> compile_object(const JobContext& job, const std::string& source_path,
+                                     const std::string& arch,
+                                     const std::vector<std::string>& extra_flags) {
+  const Toolchain& tc = *job.toolchain;
+  std::vector<std::string> argv = {tc.nvcc, "-std=c++17", "-O3", "-arch=" + arch, "-Xptxas",
+                                   "-v", "-Xcompiler", "-fPIC", "-cudart", "shared", "-I."};
+  for (const auto& d : job.include_dirs) argv.push_back("-I" + d);
+  for (const auto& f : extra_flags) argv.push_back(f);
+  argv.insert(argv.end(), {"-c", source_path, "-o", object_path(source_path)});
+  auto started = Clock::now();
+  ASSIGN_OR_RETURN(SandboxResult r, run_step(job, std::move(argv), "nvcc on " + source_path));
+  ObjectBuild out;
+  out.seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  out.output = std::move(r.output);
+  ASSIGN_OR_RETURN(out.object,
+                   read_regular_file(job.dir + "/" + object_path(source_path), job.limits.file_bytes));
+  return out;
+}
+
+std::string pack_object(const ObjectBuild& build) {
+  return std::to_string(build.output.size()) + "\n" + build.output + build.object;
+}
+
+Expected<ObjectBuild> restore_object(const JobContext& job, const std::string& source_path,
+                                     const std::string& packed) {
+  std::size_t nl = packed.find('\n');
+  std::size_t n = nl == std::string::npos ? 0 : std::strtoull(packed.c_str(), nullptr, 10);
+  if (nl == std::string::npos || nl + 1 + n > packed.size())
+    return make_error(ErrorCategory::kIo, "compile.io", "corrupt object cache entry");
+  ObjectBuild out;
+  out.output = packed.substr(nl + 1, n);
+  out.object = packed.substr(nl + 1 + n);
+  out.cached = true;
+  std::string path = job.dir + "/" + object_path(source_path);
+  RETURN_IF_ERROR(write_file(path, out.object, 0644));
+  RETURN_IF_ERROR(chown_for_job(job, path));
+  return out;
+}
+
+Expected<LinkOutput> link_artifact(const JobContext& job, const std::vector<std::string>& objects,
+                                   const std::string& arch, const std::vector<SourceFile>& files,
+                                   LibraryPolicy policy) {
+  const Toolchain& tc = *job.toolchain;
+  bool cublas = false, cudnn = false;
+  for (const SourceFile& f : files) {
+    cublas = cublas || f.content.find("cublas") != std::string::npos;
+    cudnn = cudnn || f.content.find("cudnn") != std::string::npos;
+  }
+  std::vector<std::string> argv = {tc.nvcc, "-shared", "-cudart", "shared", "-arch=" + arch};
+  argv.insert(argv.end(), objects.begin(), objects.end());
+  argv.insert(argv.end(), {"-o", "artifact.so", "-Xlinker", "-zdefs"});
+  for (const auto& d : job.library_dirs) argv.push_back("-L" + d);
+  if (policy == LibraryPolicy::kDefault && cublas) argv.insert(argv.end(), {"-lcublas", "-lcublasLt"});
+  if (policy == LibraryPolicy::kDefault && cudnn) argv.push_back("-lcudnn");
+  ASSIGN_OR_RETURN(SandboxResult linked, run_step(job, std::move(argv), "linking"));
+  LinkOutput out;
+  out.output = std::move(linked.output);
+  ASSIGN_OR_RETURN(out.bytes, read_regular_file(job.dir + "/artifact.so", job.limits.file_bytes));
+  ASSIGN_OR_RETURN(SandboxResult nm,
+                   run_step(job, {tc.nm, "-D", "--format=posix", "artifact.so"}, "nm"));
+  ASSIGN_OR_RETURN(SandboxResult re, run_step(job, {tc.readelf, "-d", "artifact.so"}, "readelf"));
+  out.symbols = parse_dynamic_symbols(nm.output, re.output);
+  return out;
+}
+
+}  // namespace cuda_agent::compile_farm

@@ -1,0 +1,85 @@
+// The steps of one compile job, each a sandboxed process (core/sandbox.h): probing the toolchain,
+// laying out the job directory, compiling one file, linking, and reading the shared object's
+// dynamic symbols. compile_service.cpp strings them together; they are separate so each can be
+// tested and timed on its own.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compile_farm/symbol_policy.h"
+#include "core/error.h"
+#include "core/sandbox.h"
+#include "messages/compile_codec.h"
+
+namespace cuda_agent::compile_farm {
+
+using Clock = std::chrono::steady_clock;
+
+/// The compilers found on this machine.
+struct Toolchain {
+  std::string cuda_home;    ///< e.g. /usr/local/cuda
+  std::string nvcc;         ///< <cuda_home>/bin/nvcc
+  std::string nm, readelf;  ///< binutils, absolute paths
+  std::string path_env;     ///< PATH given to compiler processes
+  std::string description;  ///< "nvcc: ... release 13.0, V13.0.88\nhost: g++ ... 12.2.0"
+  std::string id;           ///< content hash of the description (part of every cache key)
+};
+
+/// Finds nvcc under cuda_home and nm/readelf on PATH; runs `nvcc --version` and `c++ --version`.
+/// compile.toolchain (category unavailable) when something is missing or broken.
+Expected<Toolchain> probe_toolchain(const std::string& cuda_home, const std::string& scratch_dir);
+
+/// One job's directory and confinement.
+struct JobContext {
+  std::string dir;  ///< the job directory; sources under kernels/, objects under obj/
+  const Toolchain* toolchain = nullptr;
+  Clock::time_point deadline;  ///< the job's own budget or the request's deadline, earlier first
+  SandboxLimits limits;        ///< per process; wall_ms is cut to the deadline
+  std::optional<RunAs> run_as;
+  bool isolate_network = true;
+  std::vector<std::string> include_dirs, library_dirs;
+};
+
+/// Creates the job directory (0700, owned by the job's uid) with the solution's kernels/ files,
+/// obj/ and tmp/.
+Status prepare_job_dir(const JobContext& job, const std::vector<SourceFile>& files);
+
+/// "obj/<path with / as _>.o" for a source path.
+std::string object_path(const std::string& source_path);
+
+struct ObjectBuild {
+  std::string object;   ///< the .o bytes
+  std::string output;   ///< everything nvcc printed (ptxas report, warnings)
+  double seconds = 0;   ///< wall-clock time of the compiler process
+  bool cached = false;  ///< restored from the object cache
+};
+
+/// nvcc -c of one file with -Xptxas -v. Errors: compile.failed (with the trimmed log),
+/// compile.timeout / cpu_limit / memory_limit / output_limit / file_limit, compile.deadline.
+Expected<ObjectBuild> compile_object(const JobContext& job, const std::string& source_path,
+                                     const std::string& arch,
+                                     const std::vector<std::string>& extra_flags);
+
+/// Cache form of an ObjectBuild, and back (writing the object into the job directory).
+std::string pack_object(const ObjectBuild& build);
+Expected<ObjectBuild> restore_object(const JobContext& job, const std::string& source_path,
+                                     const std::string& packed);
+
+struct LinkOutput {
+  std::string bytes;      ///< the shared object
+  std::string output;     ///< what the linker printed
+  DynamicSymbols symbols; ///< its dynamic symbols and NEEDED libraries
+};
+
+/// Links the objects into artifact.so with -cudart shared (cuBLAS/cuDNN when a source includes
+/// them and the policy allows), then reads its dynamic symbols.
+Expected<LinkOutput> link_artifact(const JobContext& job, const std::vector<std::string>& objects,
+                                   const std::string& arch, const std::vector<SourceFile>& files,
+                                   LibraryPolicy policy);
+
+}  // namespace cuda_agent::compile_farm

@@ -1,0 +1,125 @@
+#include "compile_farm/source_checks.h"
+
+#include <gtest/gtest.h>
+
+namespace cuda_agent::compile_farm {
+namespace {
+
+std::vector<Finding> check(std::string path, std::string content,
+                           LibraryPolicy policy = LibraryPolicy::kDefault) {
+  return check_sources({{std::move(path), std::move(content)}}, policy);
+}
+
+// The one finding of a check, or a failure.
+Finding only(const std::vector<Finding>& f) {
+  EXPECT_EQ(f.size(), 1u) << format_findings(f);
+  return f.empty() ? Finding{} : f[0];
+}
+
+TEST(SourceChecks, AcceptsTheDesignExample) {
+  auto f = check("kernels/scale_relu.cu", R"(#include <cuda_runtime.h>
+__global__ void scale_relu(const float* x, float* y, long long n) {
+  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i < n) y[i] = fmaxf(2.f * x[i], 0.f);
+}
+extern "C" void scale_relu_launch(const float* x, float* y, long long n, cudaStream_t s) {
+  scale_relu<<<(unsigned)((n + 255) / 256), 256, 0, s>>>(x, y, n);
+}
+)");
+  EXPECT_TRUE(f.empty()) << format_findings(f);
+}
+
+TEST(SourceChecks, ForbiddenHeadersNameFileLineAndRule) {
+  Finding f = only(check("kernels/a.cu", "// ok\n#include <torch/extension.h>\n"));
+  EXPECT_EQ(f.file, "kernels/a.cu");
+  EXPECT_EQ(f.line, 2);
+  EXPECT_EQ(f.rule, "include.forbidden");
+  for (const char* h : {"<thread>", "<pthread.h>", "<unistd.h>", "<sys/mman.h>", "<fstream>",
+                        "<dlfcn.h>", "<ATen/ATen.h>", "<c10/core/Device.h>", "<pybind11/pybind11.h>",
+                        "<cuda.h>", "<nvrtc.h>", "\"fcntl.h\""})
+    EXPECT_EQ(only(check("kernels/a.cu", std::string("#include ") + h + "\n")).rule,
+              "include.forbidden")
+        << h;
+}
+
+TEST(SourceChecks, LibraryHeadersDependOnThePolicy) {
+  EXPECT_TRUE(check("kernels/g.cpp", "#include <cublas_v2.h>\n").empty());
+  EXPECT_EQ(only(check("kernels/g.cpp", "#include <cublas_v2.h>\n", LibraryPolicy::kPure)).rule,
+            "include.library");
+  EXPECT_EQ(only(check("kernels/g.cpp", "#include <cudnn.h>\n", LibraryPolicy::kPure)).rule,
+            "include.library");
+}
+
+TEST(SourceChecks, IncludePathsStayInsideTheSolution) {
+  EXPECT_EQ(only(check("kernels/a.cu", "#include \"/etc/passwd\"\n")).rule, "include.path");
+  EXPECT_EQ(only(check("kernels/a.cu", "#include \"../../secret.h\"\n")).rule, "include.path");
+  EXPECT_EQ(only(check("kernels/a.cu", "#include <../x.h>\n")).rule, "include.path");
+  EXPECT_EQ(only(check("kernels/a.cu", "#define P \"/etc/passwd\"\n#include P\n")).rule,
+            "include.path");
+  EXPECT_EQ(only(check("kernels/a.cu", "#include_next <cuda_runtime.h>\n")).rule, "include.path");
+  // A header of the solution, next to the file or from the root, is fine.
+  auto ok = check_sources({{"kernels/a.cu", "#include \"common.cuh\"\n#include \"kernels/common.cuh\"\n"},
+                           {"kernels/common.cuh", "#pragma once\n"}},
+                          LibraryPolicy::kDefault);
+  EXPECT_TRUE(ok.empty()) << format_findings(ok);
+}
+
+TEST(SourceChecks, ForbiddenCallsButNotInCommentsStringsOrMembers) {
+  Finding f = only(check("kernels/a.cu", "void f() {\n  cudaStream_t s;\n  cudaStreamCreate(&s);\n}\n"));
+  EXPECT_EQ(f.rule, "call.forbidden");
+  EXPECT_EQ(f.line, 3);
+  for (const char* call : {"system(\"ls\");", "void* h = dlopen(\"x\", 0);", "fork();",
+                           "cudaDeviceSetLimit(cudaLimitStackSize, 1);",
+                           "cudaGraphLaunch(g, 0);", "getenv(\"HOME\");",
+                           "cudaCtxResetPersistingL2Cache();", "FILE* f = fopen(\"x\", \"r\");"})
+    EXPECT_EQ(only(check("kernels/a.cpp", std::string("void f() { ") + call + " }\n")).rule,
+              "call.forbidden")
+        << call;
+  EXPECT_TRUE(check("kernels/a.cu", "// system(\"ls\") in a comment\n/* fork() */\n"
+                                    "const char* s = \"dlopen\";\nstruct S { int system; };\n"
+                                    "int g(S s) { return s.system; }\n")
+                  .empty());
+}
+
+TEST(SourceChecks, InlineAssemblyOnlyInDeviceCode) {
+  EXPECT_TRUE(check("kernels/a.cu", "__device__ unsigned lane() {\n  unsigned r;\n"
+                                    "  asm volatile(\"mov.u32 %0, %%laneid;\" : \"=r\"(r));\n"
+                                    "  return r;\n}\n")
+                  .empty());
+  EXPECT_TRUE(check("kernels/a.cu", "__global__ void k() {\n  if (1) { asm(\"trap;\"); }\n}\n").empty());
+  Finding f = only(check("kernels/a.cu", "void host() {\n  __asm__(\"syscall\");\n}\n"));
+  EXPECT_EQ(f.rule, "asm.host");
+  EXPECT_EQ(f.line, 2);
+  EXPECT_EQ(only(check("kernels/a.cpp", "void h() { asm(\"nop\"); }\n")).rule, "asm.host");
+}
+
+TEST(SourceChecks, LaunchWithoutTheStreamIsAWarning) {
+  auto f = check("kernels/a.cu", "__global__ void k() {}\nvoid l() { k<<<1, 32>>>(); }\n");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_FALSE(f[0].error);
+  EXPECT_EQ(f[0].rule, "launch.stream");
+  EXPECT_FALSE(has_errors(f));
+}
+
+TEST(SourceChecks, FilePathsAndSizes) {
+  EXPECT_EQ(only(check("../evil.cu", "")).rule, "file.path");
+  EXPECT_EQ(only(check("/etc/x.cu", "")).rule, "file.path");
+  EXPECT_EQ(only(check("kernels/sub/x.cu", "")).rule, "file.path");
+  EXPECT_EQ(only(check("kernels/x.sh", "")).rule, "file.path");
+  EXPECT_EQ(only(check("kernels/x.cu", std::string("a\0b", 3))).rule, "file.size");
+  EXPECT_EQ(only(check("kernels/x.cu", std::string((1 << 20) + 1, ' '))).rule, "file.size");
+  EXPECT_TRUE(check("model_new.py", "import torch\n").empty());
+}
+
+TEST(SourceChecks, RawStringsAndContinuationsDoNotConfuseTheScanner) {
+  auto f = check("kernels/a.cpp",
+                 "const char* r = R\"x(#include <thread> system(\"ls\") )x\";\n"
+                 "// a comment \\\n   fork();\n"
+                 "int n = 1'000'000;\n"
+                 "void g() { fork(); }\n");
+  Finding one = only(f);
+  EXPECT_EQ(one.line, 5);
+}
+
+}  // namespace
+}  // namespace cuda_agent::compile_farm

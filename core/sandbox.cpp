@@ -1,0 +1,275 @@
+#include "core/sandbox.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+
+namespace cuda_agent {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// A file descriptor closed on scope exit.
+struct Fd {
+  int fd = -1;
+  Fd() = default;
+  explicit Fd(int f) : fd(f) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() { reset(); }
+  void reset() {
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+  }
+};
+
+Error spawn_error(const std::string& what, int err) {
+  return make_error(ErrorCategory::kInternal, "sandbox.spawn",
+                    what + ": " + std::strerror(err));
+}
+
+// Child side: report which step failed and its errno through the status pipe, then exit. Only
+// async-signal-safe calls from here on.
+[[noreturn]] void child_fail(int status_fd, int step) {
+  int payload[2] = {step, errno};
+  ssize_t ignored = ::write(status_fd, payload, sizeof payload);
+  (void)ignored;
+  ::_exit(127);
+}
+
+enum ChildStep { kStepDup = 1, kStepChdir, kStepRlimit, kStepUnshare, kStepGroups, kStepGid,
+                 kStepUid, kStepPrctl, kStepExec };
+
+const char* step_name(int step) {
+  switch (step) {
+    case kStepDup: return "redirecting stdio";
+    case kStepChdir: return "entering the working directory";
+    case kStepRlimit: return "setting resource limits";
+    case kStepUnshare: return "creating the network namespace";
+    case kStepGroups: return "dropping supplementary groups";
+    case kStepGid: return "switching group id";
+    case kStepUid: return "switching user id";
+    case kStepPrctl: return "setting process controls";
+    case kStepExec: return "executing the program";
+  }
+  return "setting up";
+}
+
+void set_limit(int status_fd, int resource, rlim_t soft, rlim_t hard) {
+  struct rlimit rl{soft, hard};
+  if (::setrlimit(resource, &rl) != 0) child_fail(status_fd, kStepRlimit);
+}
+
+int pidfd_open(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
+
+}  // namespace
+
+std::string_view to_string(SandboxOutcome outcome) {
+  switch (outcome) {
+    case SandboxOutcome::kExited: return "exited";
+    case SandboxOutcome::kSignalled: return "signalled";
+    case SandboxOutcome::kWallTimeout: return "wall_timeout";
+    case SandboxOutcome::kCpuLimit: return "cpu_limit";
+    case SandboxOutcome::kOutputLimit: return "output_limit";
+    case SandboxOutcome::kFileLimit: return "file_limit";
+  }
+  return "unknown";
+}
+
+bool can_isolate_network() {
+  static std::once_flag once;
+  static bool can = false;
+  std::call_once(once, [] {
+    pid_t pid = ::fork();
+    if (pid == 0) ::_exit(::unshare(CLONE_NEWNET) == 0 ? 0 : 1);
+    int status = 0;
+    can = pid > 0 && ::waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+          WEXITSTATUS(status) == 0;
+  });
+  return can;
+}
+
+Expected<SandboxResult> run_sandboxed(const SandboxSpec& spec) {
+  if (spec.argv.empty() || spec.argv[0].empty() || spec.argv[0][0] != '/')
+    return make_error(ErrorCategory::kInvalidInput, "sandbox.spawn",
+                      "argv[0] must be an absolute path, got '" +
+                          (spec.argv.empty() ? std::string() : spec.argv[0]) + "'");
+  if (spec.work_dir.empty())
+    return make_error(ErrorCategory::kInvalidInput, "sandbox.spawn", "work_dir is required");
+  const bool isolate = spec.isolate_network && can_isolate_network();
+
+  // Everything the child needs is built before fork: it may not allocate afterwards.
+  std::vector<char*> argv, envp;
+  for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  for (const auto& e : spec.env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  const SandboxLimits& lim = spec.limits;
+
+  int out_pipe[2], in_pipe[2], status_pipe[2];
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0) return spawn_error("pipe", errno);
+  Fd out_r(out_pipe[0]), out_w(out_pipe[1]);
+  if (::pipe2(in_pipe, O_CLOEXEC) != 0) return spawn_error("pipe", errno);
+  Fd in_r(in_pipe[0]), in_w(in_pipe[1]);
+  if (::pipe2(status_pipe, O_CLOEXEC) != 0) return spawn_error("pipe", errno);
+  Fd status_r(status_pipe[0]), status_w(status_pipe[1]);
+
+  const auto started = Clock::now();
+  pid_t pid = ::fork();
+  if (pid < 0) return spawn_error("fork", errno);
+  if (pid == 0) {
+    const int sfd = status_w.fd;
+    ::setpgid(0, 0);
+    if (::dup2(in_r.fd, 0) < 0 || ::dup2(out_w.fd, 1) < 0 || ::dup2(out_w.fd, 2) < 0)
+      child_fail(sfd, kStepDup);
+    if (::chdir(spec.work_dir.c_str()) != 0) child_fail(sfd, kStepChdir);
+    set_limit(sfd, RLIMIT_CORE, 0, 0);
+    set_limit(sfd, RLIMIT_CPU, static_cast<rlim_t>(lim.cpu_seconds),
+              static_cast<rlim_t>(lim.cpu_seconds + 1));
+    if (lim.memory_bytes > 0)
+      set_limit(sfd, RLIMIT_AS, static_cast<rlim_t>(lim.memory_bytes),
+                static_cast<rlim_t>(lim.memory_bytes));
+    set_limit(sfd, RLIMIT_FSIZE, static_cast<rlim_t>(lim.file_bytes),
+              static_cast<rlim_t>(lim.file_bytes));
+    set_limit(sfd, RLIMIT_NOFILE, static_cast<rlim_t>(lim.open_files),
+              static_cast<rlim_t>(lim.open_files));
+    if (isolate && ::unshare(CLONE_NEWNET) != 0) child_fail(sfd, kStepUnshare);
+    if (spec.run_as) {
+      set_limit(sfd, RLIMIT_NPROC, static_cast<rlim_t>(lim.processes),
+                static_cast<rlim_t>(lim.processes));
+      if (::setgroups(0, nullptr) != 0) child_fail(sfd, kStepGroups);
+      if (::setgid(spec.run_as->gid) != 0) child_fail(sfd, kStepGid);
+      if (::setuid(spec.run_as->uid) != 0) child_fail(sfd, kStepUid);
+    }
+    // After the credential change, which clears the parent-death signal.
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+      child_fail(sfd, kStepPrctl);
+    ::execve(argv[0], argv.data(), envp.data());
+    child_fail(sfd, kStepExec);
+  }
+  ::setpgid(pid, pid);  // also here, so the group exists before we might signal it
+  out_w.reset();
+  in_r.reset();
+  status_w.reset();
+
+  SandboxResult result;
+  result.network_isolated = isolate;
+  bool killed_for_time = false, killed_for_output = false, child_exited = false;
+  int wait_status = 0;
+  struct rusage usage{};
+  Fd pidfd(pidfd_open(pid));
+  const auto deadline = started + std::chrono::milliseconds(lim.wall_ms);
+  std::size_t stdin_sent = 0;
+  ::fcntl(out_r.fd, F_SETFL, O_NONBLOCK);  // a process that left the group may hold the pipe
+  if (spec.stdin_data.empty()) in_w.reset();
+  else ::fcntl(in_w.fd, F_SETFL, O_NONBLOCK);
+  char buf[65536];
+
+  auto reap = [&](int flags) {
+    if (child_exited) return true;
+    pid_t r = ::wait4(pid, &wait_status, flags, &usage);
+    if (r == pid) child_exited = true;
+    return child_exited;
+  };
+  auto kill_group = [&] { ::kill(-pid, SIGKILL); };
+
+  // Read output until the pipe closes (every holder exited) or the main process is gone.
+  while (out_r.fd >= 0) {
+    auto now = Clock::now();
+    if (now >= deadline) {
+      killed_for_time = true;
+      kill_group();
+      break;
+    }
+    pollfd fds[3];
+    int n = 0;
+    fds[n++] = {out_r.fd, POLLIN, 0};
+    int pidfd_at = -1, in_at = -1;
+    if (pidfd.fd >= 0 && !child_exited) pidfd_at = n, fds[n++] = {pidfd.fd, POLLIN, 0};
+    if (in_w.fd >= 0) in_at = n, fds[n++] = {in_w.fd, POLLOUT, 0};
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count() + 1;
+    int timeout = static_cast<int>(std::min<long long>(left, pidfd.fd >= 0 ? left : 20));
+    int pr = ::poll(fds, n, timeout);
+    if (pr < 0 && errno != EINTR) break;
+    if (in_at >= 0 && (fds[in_at].revents & (POLLOUT | POLLERR | POLLHUP))) {
+      ssize_t w = ::write(in_w.fd, spec.stdin_data.data() + stdin_sent,
+                          spec.stdin_data.size() - stdin_sent);
+      if (w > 0) stdin_sent += static_cast<std::size_t>(w);
+      if (w < 0 && errno != EAGAIN) in_w.reset();
+      if (stdin_sent == spec.stdin_data.size()) in_w.reset();
+    }
+    if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+      ssize_t r = ::read(out_r.fd, buf, sizeof buf);
+      if (r > 0) {
+        std::size_t room = static_cast<std::size_t>(lim.output_bytes) - result.output.size();
+        result.output.append(buf, std::min<std::size_t>(room, static_cast<std::size_t>(r)));
+        if (static_cast<std::size_t>(r) > room) {
+          killed_for_output = true;
+          kill_group();
+          break;
+        }
+      } else if (r == 0 || (errno != EINTR && errno != EAGAIN)) {
+        out_r.reset();
+      }
+    }
+    if ((pidfd_at >= 0 && (fds[pidfd_at].revents & POLLIN)) || pidfd.fd < 0) {
+      if (reap(WNOHANG)) {
+        // The main process is done: nothing of its group may outlive it. Drain what is left.
+        kill_group();
+        while (true) {
+          ssize_t r = ::read(out_r.fd, buf, sizeof buf);
+          if (r <= 0) break;
+          std::size_t room = static_cast<std::size_t>(lim.output_bytes) - result.output.size();
+          result.output.append(buf, std::min<std::size_t>(room, static_cast<std::size_t>(r)));
+        }
+        break;
+      }
+    }
+  }
+  reap(0);
+  kill_group();
+  result.wall_seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  result.cpu_seconds = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+                       1e-6 * static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
+  result.max_rss_bytes = static_cast<std::int64_t>(usage.ru_maxrss) * 1024;
+
+  int failure[2] = {0, 0};
+  if (::read(status_r.fd, failure, sizeof failure) == static_cast<ssize_t>(sizeof failure))
+    return spawn_error(std::string(step_name(failure[0])) + " for '" + spec.argv[0] + "'",
+                       failure[1]);
+
+  if (killed_for_time) {
+    result.outcome = SandboxOutcome::kWallTimeout;
+  } else if (killed_for_output) {
+    result.outcome = SandboxOutcome::kOutputLimit;
+  } else if (WIFEXITED(wait_status)) {
+    result.outcome = SandboxOutcome::kExited;
+    result.exit_code = WEXITSTATUS(wait_status);
+  } else if (WIFSIGNALED(wait_status)) {
+    result.signal = WTERMSIG(wait_status);
+    if (result.signal == SIGXCPU ||
+        (result.signal == SIGKILL && result.cpu_seconds >= static_cast<double>(lim.cpu_seconds)))
+      result.outcome = SandboxOutcome::kCpuLimit;
+    else if (result.signal == SIGXFSZ)
+      result.outcome = SandboxOutcome::kFileLimit;
+    else
+      result.outcome = SandboxOutcome::kSignalled;
+  }
+  if (killed_for_time || killed_for_output) result.signal = SIGKILL;
+  return result;
+}
+
+}  // namespace cuda_agent

@@ -1,0 +1,110 @@
+#include "core/sandbox.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+namespace cuda_agent {
+namespace {
+
+SandboxSpec shell(std::string script) {
+  SandboxSpec spec;
+  spec.argv = {"/bin/sh", "-c", std::move(script)};
+  spec.env = {"PATH=/usr/bin:/bin"};
+  spec.work_dir = std::filesystem::temp_directory_path().string();
+  spec.limits.wall_ms = 10'000;
+  return spec;
+}
+
+TEST(Sandbox, CapturesOutputAndExitCode) {
+  auto r = run_sandboxed(shell("echo out; echo err >&2; exit 3"));
+  ASSERT_TRUE(r) << r.error().to_string();
+  EXPECT_EQ(r->outcome, SandboxOutcome::kExited);
+  EXPECT_EQ(r->exit_code, 3);
+  EXPECT_NE(r->output.find("out\n"), std::string::npos);
+  EXPECT_NE(r->output.find("err\n"), std::string::npos);
+}
+
+TEST(Sandbox, PassesStdinAndOnlyTheGivenEnvironment) {
+  auto spec = shell("cat; echo \"[$HOME][$SECRET]\"");
+  spec.stdin_data = std::string(200'000, 'x');  // larger than a pipe buffer
+  ::setenv("SECRET", "leaked", 1);
+  auto r = run_sandboxed(spec);
+  ASSERT_TRUE(r) << r.error().to_string();
+  EXPECT_EQ(r->output.size(), 200'000u + std::string("[][]\n").size());
+  EXPECT_NE(r->output.find("[][]"), std::string::npos);
+}
+
+TEST(Sandbox, KillsTheWholeGroupAtTheWallDeadline) {
+  auto spec = shell("sleep 30 & sleep 30; echo never");
+  spec.limits.wall_ms = 300;
+  auto r = run_sandboxed(spec);
+  ASSERT_TRUE(r) << r.error().to_string();
+  EXPECT_EQ(r->outcome, SandboxOutcome::kWallTimeout);
+  EXPECT_LT(r->wall_seconds, 5.0);
+  EXPECT_EQ(r->output.find("never"), std::string::npos);
+}
+
+TEST(Sandbox, StopsAnOutputFlood) {
+  auto spec = shell("yes flood");
+  spec.limits.output_bytes = 1 << 20;
+  auto r = run_sandboxed(spec);
+  ASSERT_TRUE(r) << r.error().to_string();
+  EXPECT_EQ(r->outcome, SandboxOutcome::kOutputLimit);
+  EXPECT_EQ(r->output.size(), 1u << 20);
+}
+
+TEST(Sandbox, EnforcesTheCpuLimit) {
+  auto spec = shell("while :; do :; done");
+  spec.limits.cpu_seconds = 1;
+  auto r = run_sandboxed(spec);
+  ASSERT_TRUE(r) << r.error().to_string();
+  EXPECT_EQ(r->outcome, SandboxOutcome::kCpuLimit) << to_string(r->outcome);
+}
+
+TEST(Sandbox, EnforcesTheFileSizeLimit) {
+  auto dir = std::filesystem::temp_directory_path() / ("sandbox_fsize_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  auto spec = shell("exec head -c 3000000 /dev/zero > big");
+  spec.work_dir = dir.string();
+  spec.limits.file_bytes = 1 << 20;
+  auto r = run_sandboxed(spec);
+  ASSERT_TRUE(r) << r.error().to_string();
+  EXPECT_EQ(r->outcome, SandboxOutcome::kFileLimit) << to_string(r->outcome) << r->output;
+  EXPECT_LE(std::filesystem::file_size(dir / "big"), 1u << 20);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Sandbox, ReportsAProgramThatCannotStart) {
+  SandboxSpec spec = shell("");
+  spec.argv = {"/nonexistent/program"};
+  auto r = run_sandboxed(spec);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, "sandbox.spawn");
+  EXPECT_NE(r.error().message.find("executing the program for '/nonexistent/program'"),
+            std::string::npos)
+      << r.error().message;
+  spec.argv = {"relative"};
+  EXPECT_FALSE(run_sandboxed(spec));
+}
+
+TEST(Sandbox, IsolatesTheNetworkWhereAllowed) {
+  auto r = run_sandboxed(shell("cat /proc/net/dev | wc -l"));
+  ASSERT_TRUE(r) << r.error().to_string();
+  if (!r->network_isolated) GTEST_SKIP() << "this machine does not allow network namespaces";
+  // Two header lines and the loopback device only.
+  EXPECT_EQ(r->output, "3\n");
+}
+
+TEST(Sandbox, DropsToAnUnprivilegedUserAsRoot) {
+  if (::geteuid() != 0) GTEST_SKIP() << "not root: cannot switch users";
+  auto spec = shell("id -u; id -g; touch /root/sandbox_probe 2>/dev/null && echo wrote");
+  spec.run_as = RunAs{61234, 61234};
+  auto r = run_sandboxed(spec);
+  ASSERT_TRUE(r) << r.error().to_string();
+  EXPECT_EQ(r->output, "61234\n61234\n");
+}
+
+}  // namespace
+}  // namespace cuda_agent
