@@ -27,4 +27,7 @@ void add_gpu_commands(CLI::App& app, CommandResult& result);   // gpu list|check
 void add_store_commands(CLI::App& app,
                         CommandResult& result);  // runs list|show, trajectories export|show
 
+void add_compile_commands(CLI::App& app,
+                          CommandResult& result);  // compile, serve compile-*, artifacts get
+
 }  // namespace cuda_agent::cli

@@ -70,22 +70,20 @@ Expected<SandboxResult> run_step(const JobContext& job, std::vector<std::string>
                           "stopped after " + std::to_string(spec.limits.wall_ms / 1000) +
                               " s of wall-clock time (the job's limit)");
     case SandboxOutcome::kCpuLimit:
-      return tool_failure("compile.cpu_limit", what,
-                          "stopped at the CPU-time limit of " +
-                              std::to_string(job.limits.cpu_seconds) + " s");
+      return tool_failure(
+          "compile.cpu_limit", what,
+          "stopped at the CPU-time limit of " + std::to_string(job.limits.cpu_seconds) + " s");
     case SandboxOutcome::kOutputLimit:
-      return tool_failure("compile.output_limit", what,
-                          "stopped after printing more than " +
-                              std::to_string(job.limits.output_bytes >> 20) +
-                              " MiB of diagnostics; the first ones:\n" +
-                              trim_compiler_log(r.output));
+      return tool_failure(
+          "compile.output_limit", what,
+          "stopped after printing more than " + std::to_string(job.limits.output_bytes >> 20) +
+              " MiB of diagnostics; the first ones:\n" + trim_compiler_log(r.output));
     case SandboxOutcome::kFileLimit:
       return tool_failure("compile.file_limit", what,
                           "tried to write a file larger than " +
                               std::to_string(job.limits.file_bytes >> 20) + " MiB");
     case SandboxOutcome::kSignalled:
-    case SandboxOutcome::kExited:
-      break;
+    case SandboxOutcome::kExited: break;
   }
   const std::string& out = r.output;
   auto has = [&](std::string_view s) { return out.find(s) != std::string::npos; };
@@ -130,7 +128,8 @@ Expected<Toolchain> probe_toolchain(const std::string& cuda_home, const std::str
     return make_error(ErrorCategory::kUnavailable, "compile.toolchain", std::move(m));
   };
   if (::access(tc.nvcc.c_str(), X_OK) != 0)
-    return unavailable("nvcc not found at '" + tc.nvcc + "' (set CUDA_HOME or [compile] cuda_home)");
+    return unavailable("nvcc not found at '" + tc.nvcc +
+                       "' (set CUDA_HOME or [compile] cuda_home)");
   tc.nm = find_on_path("nm");
   tc.readelf = find_on_path("readelf");
   std::string cxx = find_on_path("g++");
@@ -139,16 +138,17 @@ Expected<Toolchain> probe_toolchain(const std::string& cuda_home, const std::str
   tc.path_env = cuda_home + "/bin:" + fs::path(cxx).parent_path().string() + ":/usr/bin:/bin";
   std::string versions;
   for (const std::string& tool : {tc.nvcc, cxx}) {
-    SandboxSpec spec{.argv = {tool, "--version"}, .env = {"PATH=" + tc.path_env, "LANG=C"},
+    SandboxSpec spec{.argv = {tool, "--version"},
+                     .env = {"PATH=" + tc.path_env, "LANG=C"},
                      .work_dir = scratch_dir};
     spec.limits.wall_ms = 30'000;
     auto r = run_sandboxed(spec);
     if (!r || r->outcome != SandboxOutcome::kExited || r->exit_code != 0)
       return unavailable("'" + tool + " --version' failed: " +
                          (r ? last_nonempty_line(r->output) : r.error().message));
-    versions += (tool == tc.nvcc ? "nvcc: " + last_nonempty_line(
-                                                   r->output.substr(0, r->output.rfind("Build")))
-                                 : "host: " + first_line(r->output)) +
+    versions += (tool == tc.nvcc
+                     ? "nvcc: " + last_nonempty_line(r->output.substr(0, r->output.rfind("Build")))
+                     : "host: " + first_line(r->output)) +
                 "\n";
   }
   tc.description = versions.substr(0, versions.size() - 1);
@@ -185,8 +185,9 @@ Expected<ObjectBuild> compile_object(const JobContext& job, const std::string& s
                                      const std::string& arch,
                                      const std::vector<std::string>& extra_flags) {
   const Toolchain& tc = *job.toolchain;
-  std::vector<std::string> argv = {tc.nvcc, "-std=c++17", "-O3", "-arch=" + arch, "-Xptxas",
-                                   "-v", "-Xcompiler", "-fPIC", "-cudart", "shared", "-I."};
+  std::vector<std::string> argv = {tc.nvcc,   "-std=c++17", "-O3",        "-arch=" + arch,
+                                   "-Xptxas", "-v",         "-Xcompiler", "-fPIC",
+                                   "-cudart", "shared",     "-I."};
   for (const auto& d : job.include_dirs) argv.push_back("-I" + d);
   for (const auto& f : extra_flags) argv.push_back(f);
   argv.insert(argv.end(), {"-c", source_path, "-o", object_path(source_path)});
@@ -195,8 +196,8 @@ Expected<ObjectBuild> compile_object(const JobContext& job, const std::string& s
   ObjectBuild out;
   out.seconds = std::chrono::duration<double>(Clock::now() - started).count();
   out.output = std::move(r.output);
-  ASSIGN_OR_RETURN(out.object,
-                   read_regular_file(job.dir + "/" + object_path(source_path), job.limits.file_bytes));
+  ASSIGN_OR_RETURN(out.object, read_regular_file(job.dir + "/" + object_path(source_path),
+                                                 job.limits.file_bytes));
   return out;
 }
 
@@ -233,7 +234,8 @@ Expected<LinkOutput> link_artifact(const JobContext& job, const std::vector<std:
   argv.insert(argv.end(), objects.begin(), objects.end());
   argv.insert(argv.end(), {"-o", "artifact.so", "-Xlinker", "-zdefs"});
   for (const auto& d : job.library_dirs) argv.push_back("-L" + d);
-  if (policy == LibraryPolicy::kDefault && cublas) argv.insert(argv.end(), {"-lcublas", "-lcublasLt"});
+  if (policy == LibraryPolicy::kDefault && cublas)
+    argv.insert(argv.end(), {"-lcublas", "-lcublasLt"});
   if (policy == LibraryPolicy::kDefault && cudnn) argv.push_back("-lcudnn");
   ASSIGN_OR_RETURN(SandboxResult linked, run_step(job, std::move(argv), "linking"));
   LinkOutput out;

@@ -71,9 +71,9 @@ Expected<ObjectBuild> restore_object(const JobContext& job, const std::string& s
                                      const std::string& packed);
 
 struct LinkOutput {
-  std::string bytes;      ///< the shared object
-  std::string output;     ///< what the linker printed
-  DynamicSymbols symbols; ///< its dynamic symbols and NEEDED libraries
+  std::string bytes;       ///< the shared object
+  std::string output;      ///< what the linker printed
+  DynamicSymbols symbols;  ///< its dynamic symbols and NEEDED libraries
 };
 
 /// Links the objects into artifact.so with -cudart shared (cuBLAS/cuDNN when a source includes

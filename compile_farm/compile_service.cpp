@@ -44,10 +44,11 @@ Status validate_request(const CompileRequest& r) {
       R"((-O[0-3]|-lineinfo|--use_fast_math|-use_fast_math|--extra-device-vectorization|-maxrregcount=[0-9]{1,3}|--maxrregcount=[0-9]{1,3}|-D[A-Za-z_][A-Za-z0-9_]*(=[A-Za-z0-9_.+-]*)?|--ftz=(true|false)|--prec-div=(true|false)|--prec-sqrt=(true|false)|--fmad=(true|false)|-Xptxas=-O[0-3]))");
   for (const std::string& f : r.extra_flags)
     if (!std::regex_match(f, kFlag))
-      return make_error(ErrorCategory::kPolicy, "compile.policy",
-                        "extra flag '" + f +
-                            "' is not allowed (allowed: -O0..3, -lineinfo, --use_fast_math, "
-                            "-maxrregcount=N, -DNAME[=value], --ftz/--prec-div/--prec-sqrt/--fmad)");
+      return make_error(
+          ErrorCategory::kPolicy, "compile.policy",
+          "extra flag '" + f +
+              "' is not allowed (allowed: -O0..3, -lineinfo, --use_fast_math, "
+              "-maxrregcount=N, -DNAME[=value], --ftz/--prec-div/--prec-sqrt/--fmad)");
   return Status();
 }
 
@@ -113,8 +114,8 @@ Expected<std::unique_ptr<CompileService>> CompileService::create(CompileServiceO
     options.cuda_home = env && *env ? env : "/usr/local/cuda";
   }
   if (options.work_root.empty())
-    options.work_root = (fs::temp_directory_path() /
-                         ("cuda-agent-compile-" + std::to_string(::getpid()))).string();
+    options.work_root =
+        (fs::temp_directory_path() / ("cuda-agent-compile-" + std::to_string(::getpid()))).string();
   if (options.cache_dir.empty()) options.cache_dir = options.work_root + "/cache";
   if (options.parallel_compilers <= 0)
     options.parallel_compilers = std::max(1u, std::thread::hardware_concurrency());
@@ -134,19 +135,19 @@ Expected<std::unique_ptr<CompileService>> CompileService::create(CompileServiceO
   impl->tokens = std::make_unique<Tokens>(options.parallel_compilers);
   const CompileOptions& c = options.compile;
   impl->sandbox_text =
-      std::string(options.run_as_base >= 0 ? "per-job uid " + std::to_string(options.run_as_base) +
-                                                 "+n"
-                                           : "same uid (not started as root)") +
+      std::string(options.run_as_base >= 0
+                      ? "per-job uid " + std::to_string(options.run_as_base) + "+n"
+                      : "same uid (not started as root)") +
       (options.isolate_network && can_isolate_network() ? ", no network" : ", network shared") +
       "; per process: " + std::to_string(c.job_cpu_seconds) + " s CPU, " +
       std::to_string(c.job_memory_bytes >> 20) + " MiB address space, " +
       std::to_string(c.job_output_bytes >> 20) + " MiB files; job wall " +
       std::to_string(c.job_wall_ms / 1000) + " s";
   impl->options = std::move(options);
-  log_info("compile service ready", {{"toolchain", impl->toolchain.description},
-                                     {"sandbox", impl->sandbox_text},
-                                     {"parallel_compilers",
-                                      std::to_string(impl->options.parallel_compilers)}});
+  log_info("compile service ready",
+           {{"toolchain", impl->toolchain.description},
+            {"sandbox", impl->sandbox_text},
+            {"parallel_compilers", std::to_string(impl->options.parallel_compilers)}});
   return std::unique_ptr<CompileService>(new CompileService(std::move(impl)));
 }
 
@@ -203,7 +204,9 @@ Expected<CompileResult> CompileService::Impl::compile(const CompileRequest& requ
   ASSIGN_OR_RETURN(std::vector<LauncherPrototype> launchers, parse_launchers(request.files));
 
   ContentHasher key;
-  key.add("job-v1").add(toolchain.id).add(request.target_arch)
+  key.add("job-v1")
+      .add(toolchain.id)
+      .add(request.target_arch)
       .add(static_cast<std::uint64_t>(request.library_policy));
   for (const std::string& f : request.extra_flags) key.add(f);
   std::vector<const SourceFile*> sorted;
@@ -238,8 +241,8 @@ Expected<CompileResult> CompileService::Impl::build(const CompileRequest& reques
                                                     Clock::time_point started,
                                                     Clock::time_point deadline) {
   const std::uint64_t seq = ++job_seq;
-  const std::string dir = options.work_root + "/job-" + std::to_string(::getpid()) + "-" +
-                          std::to_string(seq);
+  const std::string dir =
+      options.work_root + "/job-" + std::to_string(::getpid()) + "-" + std::to_string(seq);
   JobContext job = make_job(dir, seq, deadline);
   RETURN_IF_ERROR(prepare_job_dir(job, request.files));
   struct Cleanup {
@@ -270,8 +273,12 @@ Expected<CompileResult> CompileService::Impl::build(const CompileRequest& reques
     threads.emplace_back([&, i] {
       const SourceFile& f = *sources[i];
       ContentHasher object_key;
-      object_key.add("object-v1").add(toolchain.id).add(request.target_arch).add(f.path)
-          .add(f.content).add(headers_hash);
+      object_key.add("object-v1")
+          .add(toolchain.id)
+          .add(request.target_arch)
+          .add(f.path)
+          .add(f.content)
+          .add(headers_hash);
       for (const std::string& x : request.extra_flags) object_key.add(x);
       const std::string full_key = object_key.hex();
       if (auto hit = objects->get(full_key)) {
@@ -304,16 +311,15 @@ Expected<CompileResult> CompileService::Impl::build(const CompileRequest& reques
   }
   std::vector<std::string> objects_in_order;
   for (const SourceFile* f : sources) objects_in_order.push_back(object_path(f->path));
-  ASSIGN_OR_RETURN(LinkOutput linked,
-                   link_artifact(job, objects_in_order, request.target_arch, request.files,
-                                 request.library_policy));
+  ASSIGN_OR_RETURN(LinkOutput linked, link_artifact(job, objects_in_order, request.target_arch,
+                                                    request.files, request.library_policy));
   log += trim_compiler_log(linked.output);
   std::vector<Finding> symbol_findings =
       check_symbols(linked.symbols, launchers, request.library_policy, "the built shared object");
   if (has_errors(symbol_findings))
-    return make_error(ErrorCategory::kPolicy, "compile.policy",
-                      "the built shared object breaks the symbol policy:\n" +
-                          format_findings(symbol_findings));
+    return make_error(
+        ErrorCategory::kPolicy, "compile.policy",
+        "the built shared object breaks the symbol policy:\n" + format_findings(symbol_findings));
 
   result.artifact_hash = content_hash(linked.bytes);
   result.artifact_size_bytes = linked.bytes.size();

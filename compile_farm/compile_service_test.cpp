@@ -56,12 +56,14 @@ CompileService* CompileServiceTest::service_ = nullptr;
 std::string CompileServiceTest::skip_reason_;
 
 TEST_F(CompileServiceTest, BuildsTheDesignExampleAndCachesIt) {
-  auto r = service_->compile(request({{"kernels/scale_relu.cu", kKernel},
-                                      {"model_new.py", "import kernels\n"}}));
+  auto r = service_->compile(
+      request({{"kernels/scale_relu.cu", kKernel}, {"model_new.py", "import kernels\n"}}));
   ASSERT_TRUE(r) << r.error().to_string();
   EXPECT_FALSE(r->cache_hit);
   EXPECT_EQ(r->artifact_hash.size(), 64u);
-  EXPECT_EQ(r->artifact.substr(0, 4), "\x7f" "ELF");
+  EXPECT_EQ(r->artifact.substr(0, 4),
+            "\x7f"
+            "ELF");
   EXPECT_EQ(r->artifact_size_bytes, r->artifact.size());
   ASSERT_EQ(r->prototypes.size(), 1u);
   EXPECT_EQ(r->prototypes[0].name, "scale_relu_launch");
@@ -101,8 +103,9 @@ TEST_F(CompileServiceTest, AnEditRebuildsOnlyTheChangedFile) {
 }
 
 TEST_F(CompileServiceTest, CompilerErrorsComeBackTrimmedWithFileAndLine) {
-  auto r = service_->compile(request(
-      {{"kernels/bad.cu", "extern \"C\" void f(float* x, cudaStream_t s) {\n  undefined_thing(x);\n}\n"}}));
+  auto r = service_->compile(
+      request({{"kernels/bad.cu",
+                "extern \"C\" void f(float* x, cudaStream_t s) {\n  undefined_thing(x);\n}\n"}}));
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, "compile.failed");
   EXPECT_EQ(r.error().category, ErrorCategory::kInvalidInput);
@@ -111,7 +114,8 @@ TEST_F(CompileServiceTest, CompilerErrorsComeBackTrimmedWithFileAndLine) {
 }
 
 TEST_F(CompileServiceTest, PolicyFindingsAndBadRequests) {
-  auto r = service_->compile(request({{"kernels/a.cu", std::string("#include <thread>\n") + kKernel}}));
+  auto r =
+      service_->compile(request({{"kernels/a.cu", std::string("#include <thread>\n") + kKernel}}));
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, "compile.policy");
   EXPECT_NE(r.error().message.find("kernels/a.cu:1: include.forbidden"), std::string::npos);
@@ -126,9 +130,10 @@ TEST_F(CompileServiceTest, PolicyFindingsAndBadRequests) {
 
 TEST_F(CompileServiceTest, TheSymbolCheckCatchesAHandDeclaredImport) {
   auto r = service_->compile(request(
-      {{"kernels/a.cu", std::string(kKernel) +
-                            "extern \"C\" int open(const char*, int, ...);\n"
-                            "extern \"C\" void sneaky(int n, cudaStream_t s) { open(\"/etc/passwd\", n); }\n"}}));
+      {{"kernels/a.cu",
+        std::string(kKernel) +
+            "extern \"C\" int open(const char*, int, ...);\n"
+            "extern \"C\" void sneaky(int n, cudaStream_t s) { open(\"/etc/passwd\", n); }\n"}}));
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, "compile.policy");
   EXPECT_NE(r.error().message.find("imports 'open'"), std::string::npos) << r.error().message;
@@ -136,19 +141,22 @@ TEST_F(CompileServiceTest, TheSymbolCheckCatchesAHandDeclaredImport) {
 
 TEST_F(CompileServiceTest, HostileSourcesAreStoppedAndTheServiceKeepsServing) {
   // A diagnostic flood: a million #pragma messages from six lines of macros.
-  std::string flood = "#define P _Pragma(\"message(\\\"flood flood flood flood flood flood\\\")\")\n"
-                      "#define P1 P P P P P P P P P P\n#define P2 P1 P1 P1 P1 P1 P1 P1 P1 P1 P1\n"
-                      "#define P3 P2 P2 P2 P2 P2 P2 P2 P2 P2 P2\n#define P4 P3 P3 P3 P3 P3 P3 P3 P3 P3 P3\n"
-                      "#define P5 P4 P4 P4 P4 P4 P4 P4 P4 P4 P4\n#define P6 P5 P5 P5 P5 P5 P5 P5 P5 P5 P5\n"
-                      "P6\n";
+  std::string flood =
+      "#define P _Pragma(\"message(\\\"flood flood flood flood flood flood\\\")\")\n"
+      "#define P1 P P P P P P P P P P\n#define P2 P1 P1 P1 P1 P1 P1 P1 P1 P1 P1\n"
+      "#define P3 P2 P2 P2 P2 P2 P2 P2 P2 P2 P2\n#define P4 P3 P3 P3 P3 P3 P3 P3 P3 P3 P3\n"
+      "#define P5 P4 P4 P4 P4 P4 P4 P4 P4 P4 P4\n#define P6 P5 P5 P5 P5 P5 P5 P5 P5 P5 P5\n"
+      "P6\n";
   // Runaway template recursion.
-  std::string recursion = "template <int N> struct R { static constexpr long v = R<N + 1>::v + 1; };\n"
-                          "long x = R<0>::v;\n";
+  std::string recursion =
+      "template <int N> struct R { static constexpr long v = R<N + 1>::v + 1; };\n"
+      "long x = R<0>::v;\n";
   // A multi-gigabyte initialised static array.
-  std::string huge = "__device__ char big[3ull << 30] = {1};\n"
-                     "__global__ void k(unsigned char* o, long long i) { o[0] = big[i]; }\n"
-                     "extern \"C\" void touch(unsigned char* o, long long i, cudaStream_t s) {\n"
-                     "  k<<<1, 1, 0, s>>>(o, i);\n}\n";
+  std::string huge =
+      "__device__ char big[3ull << 30] = {1};\n"
+      "__global__ void k(unsigned char* o, long long i) { o[0] = big[i]; }\n"
+      "extern \"C\" void touch(unsigned char* o, long long i, cudaStream_t s) {\n"
+      "  k<<<1, 1, 0, s>>>(o, i);\n}\n";
   struct Case {
     const char* name;
     std::string body;
@@ -161,7 +169,8 @@ TEST_F(CompileServiceTest, HostileSourcesAreStoppedAndTheServiceKeepsServing) {
     auto r = service_->compile(request({{"kernels/a.cu", std::string(kKernel) + c.body}}));
     ASSERT_FALSE(r) << name;
     EXPECT_TRUE(c.codes.count(r.error().code)) << name << ": " << r.error().to_string();
-    EXPECT_EQ(r.error().category, ErrorCategory::kInvalidInput) << name << ": " << r.error().to_string();
+    EXPECT_EQ(r.error().category, ErrorCategory::kInvalidInput)
+        << name << ": " << r.error().to_string();
     EXPECT_LT(r.error().message.size(), 64u << 10) << name;
     std::printf("%s -> %s: %s\n", name, r.error().code.c_str(),
                 r.error().message.substr(0, 200).c_str());
@@ -169,7 +178,8 @@ TEST_F(CompileServiceTest, HostileSourcesAreStoppedAndTheServiceKeepsServing) {
   auto outside = service_->compile(request({{"kernels/a.cu", "#include \"/etc/shadow\"\n"}}));
   ASSERT_FALSE(outside);
   EXPECT_EQ(outside.error().code, "compile.policy");
-  auto ok = service_->compile(request({{"kernels/ok.cu", std::string(kKernel) + "// still serving\n"}}));
+  auto ok =
+      service_->compile(request({{"kernels/ok.cu", std::string(kKernel) + "// still serving\n"}}));
   EXPECT_TRUE(ok) << ok.error().to_string();
 }
 

@@ -31,7 +31,8 @@ std::uint32_t number_before(std::string_view line, std::string_view what) {
   std::size_t b = e;
   while (b > 0 && std::isdigit(static_cast<unsigned char>(line[b - 1]))) --b;
   if (b == e) return 0;
-  return static_cast<std::uint32_t>(std::strtoul(std::string(line.substr(b, e - b)).c_str(), nullptr, 10));
+  return static_cast<std::uint32_t>(
+      std::strtoul(std::string(line.substr(b, e - b)).c_str(), nullptr, 10));
 }
 
 // "<file>(12): error: ..." (nvcc front end), "<file>:12:5: error: ..." (g++), "ptxas error",
@@ -89,7 +90,8 @@ std::vector<KernelResources> parse_ptxas(std::string_view output) {
     static const std::string kProps = "Function properties for ";
     if (std::size_t p = line.find(kProps); p != std::string_view::npos) {
       properties_of = std::string(line.substr(p + kProps.size()));
-      while (!properties_of.empty() && std::isspace(static_cast<unsigned char>(properties_of.back())))
+      while (!properties_of.empty() &&
+             std::isspace(static_cast<unsigned char>(properties_of.back())))
         properties_of.pop_back();
       continue;
     }
@@ -138,8 +140,10 @@ std::string trim_compiler_log(std::string_view output, const LogLimits& limits) 
     } else if (!diags.empty() && !line.empty()) {
       // Instantiation chains ("detected during ...", "required from ...") are the noise; keep a
       // few lines of context.
-      if (diags.back().lines.size() <= limits.max_context_lines) diags.back().lines.push_back(line);
-      else ++dropped_context;
+      if (diags.back().lines.size() <= limits.max_context_lines)
+        diags.back().lines.push_back(line);
+      else
+        ++dropped_context;
     }
   }
   std::string out;
@@ -161,8 +165,8 @@ std::string trim_compiler_log(std::string_view output, const LogLimits& limits) 
   std::size_t warnings_shown = emit(Kind::kWarning, limits.max_errors);
   if (errors > errors_shown || warnings > warnings_shown || dropped_context > 0) {
     std::ostringstream note;
-    note << "[log trimmed: " << errors_shown << " of " << errors << " errors and "
-         << warnings_shown << " of " << warnings << " warnings shown; " << dropped_context
+    note << "[log trimmed: " << errors_shown << " of " << errors << " errors and " << warnings_shown
+         << " of " << warnings << " warnings shown; " << dropped_context
          << " lines of instantiation context left out]\n";
     out += note.str();
   }

@@ -2,8 +2,8 @@
 // report from `-Xptxas -v`, the warnings, and a log trimmed to the first errors with their
 // context (not hundreds of lines of template instantiation notes).
 //
-//   std::vector<KernelResources> k = parse_ptxas(output);      // demangled with abi::__cxa_demangle
-//   std::string log = trim_compiler_log(output, {.max_errors = 10});
+//   std::vector<KernelResources> k = parse_ptxas(output);      // demangled with
+//   abi::__cxa_demangle std::string log = trim_compiler_log(output, {.max_errors = 10});
 //
 // ptxas lines it reads (STACK_NOTES.md): "Compiling entry function '<mangled>' for 'sm_90'",
 // "Function properties for <mangled>" followed by "N bytes stack frame, N bytes spill stores, N

@@ -16,14 +16,14 @@ namespace fs = std::filesystem;
 namespace {
 
 Error io_error(const std::string& what, const std::string& path, int err) {
-  return make_error(ErrorCategory::kIo, "compile.io", what + " '" + path + "': " + std::strerror(err));
+  return make_error(ErrorCategory::kIo, "compile.io",
+                    what + " '" + path + "': " + std::strerror(err));
 }
 
 bool valid_key(std::string_view key) {
-  return !key.empty() && key.size() <= 128 &&
-         std::all_of(key.begin(), key.end(), [](char c) {
-           return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
-         });
+  return !key.empty() && key.size() <= 128 && std::all_of(key.begin(), key.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+  });
 }
 
 }  // namespace
@@ -31,7 +31,7 @@ bool valid_key(std::string_view key) {
 Expected<std::string> read_regular_file(const std::string& path, std::int64_t max_bytes) {
   int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return io_error("cannot open", path, errno);
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
     return make_error(ErrorCategory::kIo, "compile.io", "'" + path + "' is not a regular file");
@@ -97,7 +97,8 @@ Status FileCache::put(std::string_view key, std::string_view bytes) {
   if (budget_bytes_ <= 0 || static_cast<std::int64_t>(bytes.size()) > budget_bytes_)
     return Status();
   if (!valid_key(key))
-    return make_error(ErrorCategory::kInternal, "compile.io", "bad cache key '" + std::string(key) + "'");
+    return make_error(ErrorCategory::kInternal, "compile.io",
+                      "bad cache key '" + std::string(key) + "'");
   static std::atomic<std::uint64_t> counter{0};
   std::string tmp = dir_ + "/.tmp-" + std::to_string(::getpid()) + "-" + std::to_string(++counter);
   RETURN_IF_ERROR(write_file(tmp, bytes, 0600));

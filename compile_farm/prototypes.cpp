@@ -14,29 +14,41 @@ namespace cuda_agent::compile_farm {
 namespace {
 
 const std::map<std::string, std::string>& pointee_dtypes() {
-  static const std::map<std::string, std::string> m = {
-      {"float", "float32"},       {"__half", "float16"},      {"half", "float16"},
-      {"__nv_bfloat16", "bfloat16"}, {"nv_bfloat16", "bfloat16"}, {"double", "float64"},
-      {"int", "int32"},           {"int32_t", "int32"},       {"int64_t", "int64"},
-      {"long long", "int64"},     {"long long int", "int64"}, {"int8_t", "int8"},
-      {"int16_t", "int16"},       {"short", "int16"},         {"uint8_t", "uint8"},
-      {"unsigned char", "uint8"}, {"bool", "bool"}};
+  static const std::map<std::string, std::string> m = {{"float", "float32"},
+                                                       {"__half", "float16"},
+                                                       {"half", "float16"},
+                                                       {"__nv_bfloat16", "bfloat16"},
+                                                       {"nv_bfloat16", "bfloat16"},
+                                                       {"double", "float64"},
+                                                       {"int", "int32"},
+                                                       {"int32_t", "int32"},
+                                                       {"int64_t", "int64"},
+                                                       {"long long", "int64"},
+                                                       {"long long int", "int64"},
+                                                       {"int8_t", "int8"},
+                                                       {"int16_t", "int16"},
+                                                       {"short", "int16"},
+                                                       {"uint8_t", "uint8"},
+                                                       {"unsigned char", "uint8"},
+                                                       {"bool", "bool"}};
   return m;
 }
 
 const std::set<std::string>& integer_types() {
-  static const std::set<std::string> s = {
-      "int",      "unsigned",      "unsigned int",       "long",     "unsigned long",
-      "long int", "long long",     "long long int",      "unsigned long long", "int32_t",
-      "uint32_t", "int64_t",       "uint64_t",           "size_t",   "ptrdiff_t",
-      "bool",     "short",         "unsigned short",     "int16_t",  "uint16_t",
-      "int8_t",   "uint8_t"};
+  static const std::set<std::string> s = {"int",       "unsigned",      "unsigned int",
+                                          "long",      "unsigned long", "long int",
+                                          "long long", "long long int", "unsigned long long",
+                                          "int32_t",   "uint32_t",      "int64_t",
+                                          "uint64_t",  "size_t",        "ptrdiff_t",
+                                          "bool",      "short",         "unsigned short",
+                                          "int16_t",   "uint16_t",      "int8_t",
+                                          "uint8_t"};
   return s;
 }
 
 const std::set<std::string>& qualifiers() {
-  static const std::set<std::string> s = {"const", "volatile", "__restrict__", "__restrict",
-                                          "restrict", "std"};
+  static const std::set<std::string> s = {"const",      "volatile", "__restrict__",
+                                          "__restrict", "restrict", "std"};
   return s;
 }
 
@@ -48,10 +60,12 @@ std::vector<std::string> words(std::string_view s) {
     cur.clear();
   };
   for (char c : s) {
-    if (std::isalnum(static_cast<unsigned char>(c)) || c == '_') cur += c;
+    if (std::isalnum(static_cast<unsigned char>(c)) || c == '_')
+      cur += c;
     else {
       flush();
-      if (c == '*' || c == '&' || c == '[' || c == '(' || c == '<' || c == ':') out.push_back(std::string(1, c));
+      if (c == '*' || c == '&' || c == '[' || c == '(' || c == '<' || c == ':')
+        out.push_back(std::string(1, c));
     }
   }
   flush();
@@ -71,7 +85,8 @@ std::string collapse_space(std::string_view s) {
   std::string out;
   bool space = false;
   for (char c : s) {
-    if (std::isspace(static_cast<unsigned char>(c))) space = true;
+    if (std::isspace(static_cast<unsigned char>(c)))
+      space = true;
     else {
       if (space && !out.empty()) out += ' ';
       out += c;
@@ -97,15 +112,18 @@ Expected<LauncherParam> classify(const std::string& where, const std::string& la
   };
   for (const auto& x : w)
     if (x == "&" || x == "[" || x == "(" || x == "<" || x == ":")
-      return fail("references, arrays, templates, qualified names and function pointers are not "
-                  "supported; pass a pointer or a number");
+      return fail(
+          "references, arrays, templates, qualified names and function pointers are not "
+          "supported; pass a pointer or a number");
   std::size_t stars = std::count(w.begin(), w.end(), std::string("*"));
   // The name: a last identifier that is not part of the type.
   static const std::set<std::string> type_words = {
-      "int", "unsigned", "signed", "long", "short", "char", "float", "double", "bool", "void",
-      "size_t", "ptrdiff_t", "cudaStream_t", "__half", "half", "__nv_bfloat16", "nv_bfloat16",
-      "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t"};
-  if (w.size() >= 2 && w.back() != "*" && !type_words.count(w.back()) && !qualifiers().count(w.back())) {
+      "int",     "unsigned",      "signed",      "long",    "short",     "char",         "float",
+      "double",  "bool",          "void",        "size_t",  "ptrdiff_t", "cudaStream_t", "__half",
+      "half",    "__nv_bfloat16", "nv_bfloat16", "int8_t",  "int16_t",   "int32_t",      "int64_t",
+      "uint8_t", "uint16_t",      "uint32_t",    "uint64_t"};
+  if (w.size() >= 2 && w.back() != "*" && !type_words.count(w.back()) &&
+      !qualifiers().count(w.back())) {
     p.name = w.back();
     w.pop_back();
   }
@@ -187,16 +205,20 @@ Status parse_block(const std::string& file, const ScannedSource& src, std::size_
     std::vector<std::string> pieces;
     std::string cur;
     for (char c : params) {
-      if (c == ',') pieces.push_back(cur), cur.clear();
-      else cur += c;
+      if (c == ',')
+        pieces.push_back(cur), cur.clear();
+      else
+        cur += c;
     }
     pieces.push_back(cur);
-    if (!(pieces.size() == 1 && (collapse_space(pieces[0]).empty() ||
-                                 collapse_space(pieces[0]) == "void")))
+    if (!(pieces.size() == 1 &&
+          (collapse_space(pieces[0]).empty() || collapse_space(pieces[0]) == "void")))
       for (std::size_t k = 0; k < pieces.size() && !problem; ++k) {
         auto p = classify(where, name, k, pieces[k], k + 1 == pieces.size());
-        if (p) proto.params.push_back(std::move(*p));
-        else problem = p.error();
+        if (p)
+          proto.params.push_back(std::move(*p));
+        else
+          problem = p.error();
       }
     std::size_t after = code.find_first_not_of(" \t\r\n", close + 1);
     const bool defined = after != std::string::npos && code[after] == '{';

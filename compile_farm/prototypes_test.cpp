@@ -10,8 +10,9 @@ Expected<std::vector<LauncherPrototype>> parse(std::string content) {
 }
 
 TEST(Prototypes, ReadsTheDesignExample) {
-  auto p = parse("extern \"C\" void scale_relu_launch(const float* x, float* y, long long n, "
-                 "cudaStream_t s) {\n  k<<<1,1,0,s>>>(x, y, n);\n}\n");
+  auto p = parse(
+      "extern \"C\" void scale_relu_launch(const float* x, float* y, long long n, "
+      "cudaStream_t s) {\n  k<<<1,1,0,s>>>(x, y, n);\n}\n");
   ASSERT_TRUE(p) << p.error().to_string();
   ASSERT_EQ(p->size(), 1u);
   const LauncherPrototype& l = (*p)[0];
@@ -56,15 +57,14 @@ TEST(Prototypes, UnsupportedTypesNameLauncherParameterAndType) {
   ASSERT_FALSE(p);
   EXPECT_EQ(p.error().code, "compile.prototype");
   EXPECT_NE(p.error().message.find("kernels/a.cu:3"), std::string::npos) << p.error().message;
-  EXPECT_NE(p.error().message.find("launcher 'f' parameter 2 ('void* scratch')"),
-            std::string::npos)
+  EXPECT_NE(p.error().message.find("launcher 'f' parameter 2 ('void* scratch')"), std::string::npos)
       << p.error().message;
-  for (const char* bad : {"extern \"C\" void f(float& x) {}", "extern \"C\" void f(float** x) {}",
-                          "extern \"C\" void f(cudaStream_t s, int n) {}",
-                          "extern \"C\" void f(std::vector<float> v) {}",
-                          "extern \"C\" float* f(int n) { return 0; }",
-                          "extern \"C\" __global__ void k(float* x) {}",
-                          "extern \"C\" void f(struct S s) {}"})
+  for (const char* bad :
+       {"extern \"C\" void f(float& x) {}", "extern \"C\" void f(float** x) {}",
+        "extern \"C\" void f(cudaStream_t s, int n) {}",
+        "extern \"C\" void f(std::vector<float> v) {}",
+        "extern \"C\" float* f(int n) { return 0; }", "extern \"C\" __global__ void k(float* x) {}",
+        "extern \"C\" void f(struct S s) {}"})
     EXPECT_FALSE(parse(bad)) << bad;
 }
 

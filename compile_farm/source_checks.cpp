@@ -11,7 +11,8 @@ namespace cuda_agent::compile_farm {
 namespace {
 
 bool ends_with(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 bool starts_with(std::string_view s, std::string_view prefix) {
   return s.substr(0, prefix.size()) == prefix;
@@ -27,7 +28,8 @@ constexpr std::array kForbiddenHeaders = {
     HeaderRule{"ATen/", "ATen headers are not available to solutions"},
     HeaderRule{"c10/", "c10 headers are not available to solutions"},
     HeaderRule{"caffe2/", "caffe2 headers are not available to solutions"},
-    HeaderRule{"pybind11/", "solutions do not bind Python themselves; model_new.py calls launchers"},
+    HeaderRule{"pybind11/",
+               "solutions do not bind Python themselves; model_new.py calls launchers"},
     HeaderRule{"Python.h", "solutions do not bind Python themselves"},
     HeaderRule{"dlfcn.h", "loading code at run time is not allowed"},
     HeaderRule{"thread", "solutions may not start threads"},
@@ -68,8 +70,9 @@ constexpr std::array kForbiddenCalls = {
     CallRule{"cudaDeviceReset", false, "resetting the device is not allowed"},
     CallRule{"cudaSetDevice", true, "the bench chooses the device"},
     CallRule{"cudaCtxResetPersistingL2Cache", false, "L2 persistence is off during timing"},
-    CallRule{"cudaStreamSetAttribute", false, "stream access-policy windows (L2 persistence) "
-                                              "are not allowed"},
+    CallRule{"cudaStreamSetAttribute", false,
+             "stream access-policy windows (L2 persistence) "
+             "are not allowed"},
     CallRule{"cudaLaunchHostFunc", false, "host callbacks run on other threads"},
     CallRule{"cudaStreamAddCallback", false, "host callbacks run on other threads"},
     CallRule{"cudaGetDriverEntryPoint", true, "driver entry points bypass the policy"},
@@ -113,7 +116,8 @@ void check_header(const std::string& file, int line, const std::string& raw, boo
   };
   if (raw.empty() || raw[0] == '/' || raw.find('\\') != std::string::npos ||
       raw.find("..") != std::string::npos) {
-    add("include.path", "'" + raw + "': include paths must be relative and stay inside the solution");
+    add("include.path",
+        "'" + raw + "': include paths must be relative and stay inside the solution");
     return;
   }
   std::string name = normalise_header(raw);
@@ -151,7 +155,8 @@ bool is_device_function_body(const std::string& code, std::size_t pos) {
   // makes this device code.
   int depth = 0;
   for (std::size_t i = pos; i-- > 0;) {
-    if (code[i] == '}') ++depth;
+    if (code[i] == '}')
+      ++depth;
     else if (code[i] == '{') {
       if (depth > 0) {
         --depth;
@@ -190,8 +195,8 @@ void check_code(const std::string& file, const ScannedSource& src, std::vector<F
       bool called = after != std::string::npos && src.code[after] == '(';
       bool addressed = before > 0 && src.code[before - 1] == '&';
       if (!rule.prefix && !called && !addressed) break;
-      out.push_back({file, line, "call.forbidden",
-                     std::string(t.text) + ": " + std::string(rule.reason)});
+      out.push_back(
+          {file, line, "call.forbidden", std::string(t.text) + ": " + std::string(rule.reason)});
       break;
     }
   }
@@ -204,9 +209,12 @@ void check_code(const std::string& file, const ScannedSource& src, std::vector<F
     int commas = 0, depth = 0;
     for (std::size_t k = p + 3; k < e; ++k) {
       char c = src.code[k];
-      if (c == '(' || c == '[' || c == '{') ++depth;
-      else if (c == ')' || c == ']' || c == '}') --depth;
-      else if (c == ',' && depth == 0) ++commas;
+      if (c == '(' || c == '[' || c == '{')
+        ++depth;
+      else if (c == ')' || c == ']' || c == '}')
+        --depth;
+      else if (c == ',' && depth == 0)
+        ++commas;
     }
     if (commas < 3)
       out.push_back({file, src.line_of(p), "launch.stream",
@@ -241,8 +249,7 @@ std::vector<Finding> check_sources(const std::vector<SourceFile>& files, Library
   std::set<std::string> paths;
   std::size_t total = 0;
   for (const SourceFile& f : files) {
-    if (!paths.insert(f.path).second)
-      out.push_back({f.path, 0, "file.path", "submitted twice"});
+    if (!paths.insert(f.path).second) out.push_back({f.path, 0, "file.path", "submitted twice"});
     total += f.content.size();
     if (f.path != "model_new.py" && !std::regex_match(f.path, kKernelPath))
       out.push_back({f.path, 0, "file.path",

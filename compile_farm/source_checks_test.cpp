@@ -35,8 +35,8 @@ TEST(SourceChecks, ForbiddenHeadersNameFileLineAndRule) {
   EXPECT_EQ(f.line, 2);
   EXPECT_EQ(f.rule, "include.forbidden");
   for (const char* h : {"<thread>", "<pthread.h>", "<unistd.h>", "<sys/mman.h>", "<fstream>",
-                        "<dlfcn.h>", "<ATen/ATen.h>", "<c10/core/Device.h>", "<pybind11/pybind11.h>",
-                        "<cuda.h>", "<nvrtc.h>", "\"fcntl.h\""})
+                        "<dlfcn.h>", "<ATen/ATen.h>", "<c10/core/Device.h>",
+                        "<pybind11/pybind11.h>", "<cuda.h>", "<nvrtc.h>", "\"fcntl.h\""})
     EXPECT_EQ(only(check("kernels/a.cu", std::string("#include ") + h + "\n")).rule,
               "include.forbidden")
         << h;
@@ -58,35 +58,40 @@ TEST(SourceChecks, IncludePathsStayInsideTheSolution) {
             "include.path");
   EXPECT_EQ(only(check("kernels/a.cu", "#include_next <cuda_runtime.h>\n")).rule, "include.path");
   // A header of the solution, next to the file or from the root, is fine.
-  auto ok = check_sources({{"kernels/a.cu", "#include \"common.cuh\"\n#include \"kernels/common.cuh\"\n"},
-                           {"kernels/common.cuh", "#pragma once\n"}},
-                          LibraryPolicy::kDefault);
+  auto ok =
+      check_sources({{"kernels/a.cu", "#include \"common.cuh\"\n#include \"kernels/common.cuh\"\n"},
+                     {"kernels/common.cuh", "#pragma once\n"}},
+                    LibraryPolicy::kDefault);
   EXPECT_TRUE(ok.empty()) << format_findings(ok);
 }
 
 TEST(SourceChecks, ForbiddenCallsButNotInCommentsStringsOrMembers) {
-  Finding f = only(check("kernels/a.cu", "void f() {\n  cudaStream_t s;\n  cudaStreamCreate(&s);\n}\n"));
+  Finding f =
+      only(check("kernels/a.cu", "void f() {\n  cudaStream_t s;\n  cudaStreamCreate(&s);\n}\n"));
   EXPECT_EQ(f.rule, "call.forbidden");
   EXPECT_EQ(f.line, 3);
-  for (const char* call : {"system(\"ls\");", "void* h = dlopen(\"x\", 0);", "fork();",
-                           "cudaDeviceSetLimit(cudaLimitStackSize, 1);",
-                           "cudaGraphLaunch(g, 0);", "getenv(\"HOME\");",
-                           "cudaCtxResetPersistingL2Cache();", "FILE* f = fopen(\"x\", \"r\");"})
+  for (const char* call :
+       {"system(\"ls\");", "void* h = dlopen(\"x\", 0);", "fork();",
+        "cudaDeviceSetLimit(cudaLimitStackSize, 1);", "cudaGraphLaunch(g, 0);", "getenv(\"HOME\");",
+        "cudaCtxResetPersistingL2Cache();", "FILE* f = fopen(\"x\", \"r\");"})
     EXPECT_EQ(only(check("kernels/a.cpp", std::string("void f() { ") + call + " }\n")).rule,
               "call.forbidden")
         << call;
-  EXPECT_TRUE(check("kernels/a.cu", "// system(\"ls\") in a comment\n/* fork() */\n"
-                                    "const char* s = \"dlopen\";\nstruct S { int system; };\n"
-                                    "int g(S s) { return s.system; }\n")
+  EXPECT_TRUE(check("kernels/a.cu",
+                    "// system(\"ls\") in a comment\n/* fork() */\n"
+                    "const char* s = \"dlopen\";\nstruct S { int system; };\n"
+                    "int g(S s) { return s.system; }\n")
                   .empty());
 }
 
 TEST(SourceChecks, InlineAssemblyOnlyInDeviceCode) {
-  EXPECT_TRUE(check("kernels/a.cu", "__device__ unsigned lane() {\n  unsigned r;\n"
-                                    "  asm volatile(\"mov.u32 %0, %%laneid;\" : \"=r\"(r));\n"
-                                    "  return r;\n}\n")
+  EXPECT_TRUE(check("kernels/a.cu",
+                    "__device__ unsigned lane() {\n  unsigned r;\n"
+                    "  asm volatile(\"mov.u32 %0, %%laneid;\" : \"=r\"(r));\n"
+                    "  return r;\n}\n")
                   .empty());
-  EXPECT_TRUE(check("kernels/a.cu", "__global__ void k() {\n  if (1) { asm(\"trap;\"); }\n}\n").empty());
+  EXPECT_TRUE(
+      check("kernels/a.cu", "__global__ void k() {\n  if (1) { asm(\"trap;\"); }\n}\n").empty());
   Finding f = only(check("kernels/a.cu", "void host() {\n  __asm__(\"syscall\");\n}\n"));
   EXPECT_EQ(f.rule, "asm.host");
   EXPECT_EQ(f.line, 2);

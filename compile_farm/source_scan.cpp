@@ -53,7 +53,8 @@ ScannedSource scan_source(std::string_view text) {
       blank(out.code, i, e);
       blank(out.with_strings, i, e);
       i = e;
-    } else if (c == 'R' && i + 1 < n && text[i + 1] == '"' && (i == 0 || !ident_char(text[i - 1]))) {
+    } else if (c == 'R' && i + 1 < n && text[i + 1] == '"' &&
+               (i == 0 || !ident_char(text[i - 1]))) {
       std::size_t paren = text.find('(', i + 2);
       if (paren == std::string_view::npos) break;
       std::string close = ")" + std::string(text.substr(i + 2, paren - i - 2)) + "\"";
@@ -61,8 +62,8 @@ ScannedSource scan_source(std::string_view text) {
       e = e == std::string_view::npos ? n : e + close.size();
       blank(out.code, i + 2, e - 1);
       i = e;
-    } else if (c == '"' || (c == '\'' && !(i > 0 && std::isxdigit(static_cast<unsigned char>(
-                                                          text[i - 1]))))) {
+    } else if (c == '"' ||
+               (c == '\'' && !(i > 0 && std::isxdigit(static_cast<unsigned char>(text[i - 1]))))) {
       // A ' after a hex digit is a digit separator (1'000), not a character literal.
       std::size_t e = i + 1;
       while (e < n && text[e] != c && text[e] != '\n') e += text[e] == '\\' ? 2 : 1;
@@ -128,8 +129,10 @@ std::size_t matching_close(const std::string& code, std::size_t open) {
   }
   int depth = 0;
   for (std::size_t i = open; i < code.size(); ++i) {
-    if (code[i] == o) ++depth;
-    else if (code[i] == c && --depth == 0) return i;
+    if (code[i] == o)
+      ++depth;
+    else if (code[i] == c && --depth == 0)
+      return i;
   }
   return std::string::npos;
 }

@@ -12,11 +12,22 @@ bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.
 // CUDA runtime calls that are refused even though they live in libcudart (source_checks.h lists
 // the same families with their reasons).
 bool forbidden_cuda(std::string_view name) {
-  static const std::array<std::string_view, 16> prefixes = {
-      "cudaStreamCreate", "cudaStreamBeginCapture", "cudaGraph",       "cudaDeviceSet",
-      "cudaThreadSet",    "cudaDeviceReset",        "cudaSetDevice",   "cudaCtxResetPersistingL2Cache",
-      "cudaStreamSetAttribute", "cudaLaunchHostFunc", "cudaStreamAddCallback", "cudaGetDriverEntryPoint",
-      "cudaIpc",          "cudaProfilerStart",      "cudaProfilerStop", "cudaGetFuncBySymbol"};
+  static const std::array<std::string_view, 16> prefixes = {"cudaStreamCreate",
+                                                            "cudaStreamBeginCapture",
+                                                            "cudaGraph",
+                                                            "cudaDeviceSet",
+                                                            "cudaThreadSet",
+                                                            "cudaDeviceReset",
+                                                            "cudaSetDevice",
+                                                            "cudaCtxResetPersistingL2Cache",
+                                                            "cudaStreamSetAttribute",
+                                                            "cudaLaunchHostFunc",
+                                                            "cudaStreamAddCallback",
+                                                            "cudaGetDriverEntryPoint",
+                                                            "cudaIpc",
+                                                            "cudaProfilerStart",
+                                                            "cudaProfilerStop",
+                                                            "cudaGetFuncBySymbol"};
   for (std::string_view p : prefixes)
     if (starts_with(name, p)) return true;
   return false;
@@ -37,9 +48,9 @@ bool allowed_import(std::string_view name, LibraryPolicy policy) {
       "__gmon_start__", "_ITM_registerTMCloneTable", "_ITM_deregisterTMCloneTable",
       "__stack_chk_fail", "_ZSt9terminatev", "__assert_fail", "abort",
       // memory and strings
-      "malloc", "calloc", "realloc", "free", "aligned_alloc", "posix_memalign", "memcpy",
-      "memmove", "memset", "memcmp", "strlen", "strcmp", "strncmp", "strcpy", "strncpy",
-      "__memcpy_chk", "__memmove_chk", "__memset_chk", "__strcpy_chk",
+      "malloc", "calloc", "realloc", "free", "aligned_alloc", "posix_memalign", "memcpy", "memmove",
+      "memset", "memcmp", "strlen", "strcmp", "strncmp", "strcpy", "strncpy", "__memcpy_chk",
+      "__memmove_chk", "__memset_chk", "__strcpy_chk",
       // formatted output to stdout/stderr and into buffers
       "printf", "puts", "putchar", "fprintf", "fputs", "fputc", "fwrite", "fflush", "stdout",
       "stderr", "snprintf", "sprintf", "vsnprintf", "__printf_chk", "__fprintf_chk",
@@ -60,8 +71,8 @@ bool allowed_import(std::string_view name, LibraryPolicy policy) {
 }
 
 bool allowed_library(std::string_view lib, LibraryPolicy policy) {
-  static const std::array<std::string_view, 6> base = {"libcudart.so", "libstdc++.so", "libgcc_s.so",
-                                                       "libm.so",      "libc.so",      "ld-linux"};
+  static const std::array<std::string_view, 6> base = {
+      "libcudart.so", "libstdc++.so", "libgcc_s.so", "libm.so", "libc.so", "ld-linux"};
   for (std::string_view p : base)
     if (starts_with(lib, p)) return true;
   return policy == LibraryPolicy::kDefault &&
@@ -108,8 +119,7 @@ std::vector<Finding> check_symbols(const DynamicSymbols& symbols,
     if (undefined) {
       if (!allowed_import(s.name, policy))
         out.push_back({file, 0, "symbol.import",
-                       "imports '" + s.name +
-                           "', which solutions may not call" +
+                       "imports '" + s.name + "', which solutions may not call" +
                            (starts_with(s.name, "cublas") || starts_with(s.name, "cudnn")
                                 ? " under library policy 'pure'"
                                 : " (processes, files, threads, dynamic loading, device settings "
@@ -119,7 +129,8 @@ std::vector<Finding> check_symbols(const DynamicSymbols& symbols,
     exported.insert(s.name);
     static const std::set<std::string> markers = {"_init", "_fini", "_edata", "_end",
                                                   "__bss_start"};
-    const bool weak_cxx = (s.type == 'W' || s.type == 'V' || s.type == 'u') && starts_with(s.name, "_Z");
+    const bool weak_cxx =
+        (s.type == 'W' || s.type == 'V' || s.type == 'u') && starts_with(s.name, "_Z");
     if (!launcher_names.count(s.name) && !markers.count(s.name) && !weak_cxx)
       out.push_back({file, 0, "symbol.export",
                      "exports '" + s.name +

@@ -37,9 +37,9 @@ TEST(SymbolPolicy, RefusesImportsByName) {
 }
 
 TEST(SymbolPolicy, LibrariesFollowThePolicy) {
-  auto s = parse_dynamic_symbols("scale_relu_launch T 1 1\ncublasSgemm_v2 U\n",
-                                 std::string(kReadelf) +
-                                     "  (NEEDED) Shared library: [libcublas.so.13]\n");
+  auto s = parse_dynamic_symbols(
+      "scale_relu_launch T 1 1\ncublasSgemm_v2 U\n",
+      std::string(kReadelf) + "  (NEEDED) Shared library: [libcublas.so.13]\n");
   EXPECT_TRUE(check_symbols(s, launcher(), LibraryPolicy::kDefault, "a.so").empty());
   auto f = check_symbols(s, launcher(), LibraryPolicy::kPure, "a.so");
   ASSERT_EQ(f.size(), 2u);
@@ -56,7 +56,8 @@ TEST(SymbolPolicy, ExportsMustBeLaunchers) {
   auto f = check_symbols(s, launcher(), LibraryPolicy::kDefault, "a.so");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].rule, "symbol.export");
-  auto missing = check_symbols(parse_dynamic_symbols("", ""), launcher(), LibraryPolicy::kDefault, "a.so");
+  auto missing =
+      check_symbols(parse_dynamic_symbols("", ""), launcher(), LibraryPolicy::kDefault, "a.so");
   ASSERT_EQ(missing.size(), 1u);
   EXPECT_EQ(missing[0].rule, "symbol.launcher");
 }

@@ -30,7 +30,9 @@ std::string content_hash(std::string_view bytes) {
   return to_hex(digest);
 }
 
-ContentHasher::ContentHasher() { crypto_generichash_init(state_of(state_), nullptr, 0, kDigestBytes); }
+ContentHasher::ContentHasher() {
+  crypto_generichash_init(state_of(state_), nullptr, 0, kDigestBytes);
+}
 
 ContentHasher& ContentHasher::add(std::string_view part) {
   add(static_cast<std::uint64_t>(part.size()));

@@ -37,8 +37,7 @@ struct Fd {
 };
 
 Error spawn_error(const std::string& what, int err) {
-  return make_error(ErrorCategory::kInternal, "sandbox.spawn",
-                    what + ": " + std::strerror(err));
+  return make_error(ErrorCategory::kInternal, "sandbox.spawn", what + ": " + std::strerror(err));
 }
 
 // Child side: report which step failed and its errno through the status pipe, then exit. Only
@@ -50,8 +49,17 @@ Error spawn_error(const std::string& what, int err) {
   ::_exit(127);
 }
 
-enum ChildStep { kStepDup = 1, kStepChdir, kStepRlimit, kStepUnshare, kStepGroups, kStepGid,
-                 kStepUid, kStepPrctl, kStepExec };
+enum ChildStep {
+  kStepDup = 1,
+  kStepChdir,
+  kStepRlimit,
+  kStepUnshare,
+  kStepGroups,
+  kStepGid,
+  kStepUid,
+  kStepPrctl,
+  kStepExec
+};
 
 const char* step_name(int step) {
   switch (step) {
@@ -69,7 +77,9 @@ const char* step_name(int step) {
 }
 
 void set_limit(int status_fd, int resource, rlim_t soft, rlim_t hard) {
-  struct rlimit rl{soft, hard};
+  struct rlimit rl {
+    soft, hard
+  };
   if (::setrlimit(resource, &rl) != 0) child_fail(status_fd, kStepRlimit);
 }
 
@@ -169,13 +179,15 @@ Expected<SandboxResult> run_sandboxed(const SandboxSpec& spec) {
   result.network_isolated = isolate;
   bool killed_for_time = false, killed_for_output = false, child_exited = false;
   int wait_status = 0;
-  struct rusage usage{};
+  struct rusage usage {};
   Fd pidfd(pidfd_open(pid));
   const auto deadline = started + std::chrono::milliseconds(lim.wall_ms);
   std::size_t stdin_sent = 0;
   ::fcntl(out_r.fd, F_SETFL, O_NONBLOCK);  // a process that left the group may hold the pipe
-  if (spec.stdin_data.empty()) in_w.reset();
-  else ::fcntl(in_w.fd, F_SETFL, O_NONBLOCK);
+  if (spec.stdin_data.empty())
+    in_w.reset();
+  else
+    ::fcntl(in_w.fd, F_SETFL, O_NONBLOCK);
   char buf[65536];
 
   auto reap = [&](int flags) {

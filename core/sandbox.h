@@ -73,23 +73,23 @@ struct SandboxSpec {
 };
 
 enum class SandboxOutcome {
-  kExited,          ///< exited on its own; see exit_code
-  kSignalled,       ///< killed by a signal it did not get from us (a crash); see signal
-  kWallTimeout,     ///< killed at the wall deadline
-  kCpuLimit,        ///< killed by RLIMIT_CPU (SIGXCPU / SIGKILL after the soft limit)
-  kOutputLimit,     ///< killed because its output passed limits.output_bytes
-  kFileLimit,       ///< a process tried to write past limits.file_bytes (SIGXFSZ)
+  kExited,       ///< exited on its own; see exit_code
+  kSignalled,    ///< killed by a signal it did not get from us (a crash); see signal
+  kWallTimeout,  ///< killed at the wall deadline
+  kCpuLimit,     ///< killed by RLIMIT_CPU (SIGXCPU / SIGKILL after the soft limit)
+  kOutputLimit,  ///< killed because its output passed limits.output_bytes
+  kFileLimit,    ///< a process tried to write past limits.file_bytes (SIGXFSZ)
 };
 
 std::string_view to_string(SandboxOutcome outcome);
 
 struct SandboxResult {
   SandboxOutcome outcome = SandboxOutcome::kExited;
-  int exit_code = -1;           ///< when kExited
-  int signal = 0;               ///< the terminating signal, when there was one
-  std::string output;           ///< stdout and stderr interleaved, at most limits.output_bytes
-  double wall_seconds = 0;      ///< from fork to the group's end
-  double cpu_seconds = 0;       ///< user + system time of the main process and its waited children
+  int exit_code = -1;       ///< when kExited
+  int signal = 0;           ///< the terminating signal, when there was one
+  std::string output;       ///< stdout and stderr interleaved, at most limits.output_bytes
+  double wall_seconds = 0;  ///< from fork to the group's end
+  double cpu_seconds = 0;   ///< user + system time of the main process and its waited children
   std::int64_t max_rss_bytes = 0;  ///< peak resident set of the largest waited process
   bool network_isolated = false;   ///< the child ran in an empty network namespace
 };

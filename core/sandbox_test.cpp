@@ -64,7 +64,8 @@ TEST(Sandbox, EnforcesTheCpuLimit) {
 }
 
 TEST(Sandbox, EnforcesTheFileSizeLimit) {
-  auto dir = std::filesystem::temp_directory_path() / ("sandbox_fsize_" + std::to_string(::getpid()));
+  auto dir =
+      std::filesystem::temp_directory_path() / ("sandbox_fsize_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   auto spec = shell("exec head -c 3000000 /dev/zero > big");
   spec.work_dir = dir.string();

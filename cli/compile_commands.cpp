@@ -1,0 +1,296 @@
+// `cuda-agent compile DIR`, `cuda-agent serve compile-farm`, `cuda-agent serve compile-worker` and
+// `cuda-agent artifacts get`: the compile farm (compile_farm/farm.h) from the command line.
+//
+// `compile` reads DIR/kernels/* (and DIR/model_new.py when present), sends them through a farm
+// (--farm ADDR: a broker's client endpoint; default: an embedded farm in this process) and prints
+// the report; with --store it also keeps the artifact in the run store, content-addressed. Exit
+// codes: 0 built, 1 refused by policy or the farm failed, 2 the solution does not compile or the
+// input is bad.
+#include <signal.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "cli/command.h"
+#include "cluster/manifest.h"
+#include "compile_farm/compile_report.h"
+#include "compile_farm/farm.h"
+#include "core/clock.h"
+#include "core/content_hash.h"
+#include "core/log.h"
+#include "storage/run_store.h"
+
+namespace cuda_agent::cli {
+namespace {
+namespace fs = std::filesystem;
+
+Expected<std::string> read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in)
+    return make_error(ErrorCategory::kNotFound, "cli.read", "cannot read '" + p.string() + "'");
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+/// The solution files of a workspace directory: kernels/* and model_new.py.
+Expected<std::vector<SourceFile>> read_solution(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir / "kernels", ec))
+    return make_error(ErrorCategory::kInvalidInput, "cli.solution",
+                      "'" + dir.string() + "' has no kernels/ directory (DESIGN.md section 4)");
+  std::vector<SourceFile> files;
+  for (const auto& e : fs::directory_iterator(dir / "kernels", ec)) {
+    if (!e.is_regular_file()) continue;
+    ASSIGN_OR_RETURN(std::string content, read_text(e.path()));
+    files.push_back({"kernels/" + e.path().filename().string(), std::move(content)});
+  }
+  if (fs::exists(dir / "model_new.py", ec)) {
+    ASSIGN_OR_RETURN(std::string content, read_text(dir / "model_new.py"));
+    files.push_back({"model_new.py", std::move(content)});
+  }
+  std::sort(files.begin(), files.end(),
+            [](const SourceFile& a, const SourceFile& b) { return a.path < b.path; });
+  return files;
+}
+
+/// Blocks SIGINT and SIGTERM in this thread (and every thread started after) and waits for one.
+struct StopSignals {
+  sigset_t set;
+  StopSignals() {
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  }
+  int wait() {
+    int sig = 0;
+    sigwait(&set, &sig);
+    return sig;
+  }
+};
+
+struct CompileArgs {
+  std::string dir;
+  std::string farm;
+  std::string arch;
+  std::string policy;
+  std::vector<std::string> flags;
+  std::string store;
+  std::string manifest;
+  std::int64_t timeout_ms = 300'000;
+  bool json = false;
+};
+
+Expected<CompileOptions> compile_options(const std::string& manifest) {
+  if (manifest.empty()) return CompileOptions{};
+  ASSIGN_OR_RETURN(Manifest m, load_manifest(manifest));
+  return m.compile;
+}
+
+int run_compile(const CompileArgs& a) {
+  auto options = compile_options(a.manifest);
+  if (!options) return report(options.error());
+  auto files = read_solution(a.dir);
+  if (!files) return report(files.error());
+  CompileRequest request;
+  request.header.request_id =
+      RequestId{"cli-" + std::to_string(now_unix_ms()) + "-" + content_hash(a.dir).substr(0, 8)};
+  request.header.run_id = RunId{"cli"};
+  request.header.deadline_unix_ms = now_unix_ms() + a.timeout_ms;
+  request.files = std::move(*files);
+  request.target_arch = a.arch.empty() ? options->target_arch : a.arch;
+  std::string policy = a.policy.empty() ? options->library_policy : a.policy;
+  request.library_policy = policy == "pure" ? LibraryPolicy::kPure : LibraryPolicy::kDefault;
+  request.extra_flags = a.flags;
+
+  std::unique_ptr<EmbeddedCompileFarm> embedded;
+  std::string endpoint = a.farm;
+  if (endpoint.empty()) {
+    CompileServiceOptions so;
+    so.compile = *options;
+    auto farm = EmbeddedCompileFarm::start(so, 1);
+    if (!farm) return report(farm.error());
+    embedded = std::move(*farm);
+    endpoint = embedded->client_endpoint();
+  }
+  auto client = CompileClient::connect({.broker_endpoint = endpoint});
+  if (!client) return report(client.error());
+  Expected<CompileResult> result = (*client)->compile(std::move(request));
+  if (!result) {
+    if (a.json) std::printf("%s\n", compile_error_json(result.error()).c_str());
+    return report(result.error());
+  }
+  if (!a.store.empty()) {
+    StoreOptions so;
+    so.dir = a.store;
+    auto store = RunStore::open(so, StoreMode::kWrite);
+    if (!store) return report(store.error());
+    StoreWrite w;
+    w.artifacts.push_back({result->artifact_hash, TaskId{}, "cuda-shared-object", result->artifact,
+                           result->log, now_unix_ms()});
+    if (Status s = (*store)->write(std::move(w), std::chrono::seconds(30)); !s)
+      return report(s.error());
+  }
+  std::printf("%s", a.json ? (compile_report_json(*result) + "\n").c_str()
+                           : compile_report_text(*result).c_str());
+  return 0;
+}
+
+}  // namespace
+
+void add_compile_commands(CLI::App& app, CommandResult& result) {
+  auto args = std::make_shared<CompileArgs>();
+  CLI::App* compile =
+      app.add_subcommand("compile",
+                         "Check and build one solution directory (kernels/*.cu, *.cpp) through the "
+                         "compile farm and print the report; works without a GPU.");
+  compile->add_option("DIR", args->dir, "the solution (workspace) directory")->required();
+  compile->add_option("--farm", args->farm,
+                      "a compile farm's client endpoint, e.g. tcp://farm:5551 (default: an "
+                      "embedded farm in this process)");
+  compile->add_option("--arch", args->arch, "nvcc -arch (default: [compile] target_arch, sm_90)");
+  compile->add_option("--policy", args->policy, "library policy: default or pure")
+      ->check(CLI::IsMember({"default", "pure"}));
+  compile->add_option("--flag", args->flags, "an extra nvcc flag the farm allows (repeatable)");
+  compile->add_option("--store", args->store, "also keep the artifact in this run store");
+  compile->add_option("--manifest", args->manifest, "read [compile] options from this manifest");
+  compile->add_option("--timeout-ms", args->timeout_ms, "give up after this long")
+      ->capture_default_str();
+  compile->add_flag("--json", args->json, "print the report as JSON");
+  compile->callback([args, &result, &app] {
+    // The embedded farm's start-up lines are noise here unless a log level was asked for.
+    if (app.get_option("--log-level")->count() == 0)
+      (void)setup_logging(
+          {.level = "warn", .format = app.get_option("--log-format")->as<std::string>()});
+    result.exit_code = run_compile(*args);
+  });
+
+  CLI::App* serve = app.add_subcommand("serve", "Run one long-lived role until SIGINT/SIGTERM.");
+  serve->require_subcommand(1);
+
+  auto farm_args =
+      std::make_shared<std::pair<std::string, std::string>>("tcp://*:5551", "tcp://*:5552");
+  CLI::App* farm = serve->add_subcommand(
+      "compile-farm", "The compile farm's broker: clients on one endpoint, workers on another.");
+  farm->add_option("--clients", farm_args->first, "endpoint clients connect to")
+      ->capture_default_str();
+  farm->add_option("--workers", farm_args->second, "endpoint compile workers connect to")
+      ->capture_default_str();
+  farm->callback([farm_args, &result] {
+    StopSignals signals;
+    WorkPoolBrokerOptions o;
+    o.name = "compile-farm";
+    o.client_endpoint = farm_args->first;
+    o.worker_endpoint = farm_args->second;
+    auto broker = WorkPoolBroker::start(o);
+    if (!broker) {
+      result.exit_code = report(broker.error());
+      return;
+    }
+    std::printf("compile farm: clients %s, workers %s\n", (*broker)->client_endpoint().c_str(),
+                (*broker)->worker_endpoint().c_str());
+    std::fflush(stdout);
+    int sig = signals.wait();
+    log_info("compile farm stopping", {{"signal", std::to_string(sig)}});
+    (*broker)->stop();
+  });
+
+  struct WorkerArgs {
+    std::string connect;
+    std::int64_t jobs = 0;
+    std::string cache_dir;
+    std::string manifest;
+    std::string id;
+  };
+  auto worker_args = std::make_shared<WorkerArgs>();
+  CLI::App* worker = serve->add_subcommand(
+      "compile-worker", "One compile worker process: joins a farm and builds solutions.");
+  worker
+      ->add_option("--connect", worker_args->connect,
+                   "the farm's worker endpoint, e.g. tcp://farm:5552")
+      ->required();
+  worker->add_option("--jobs", worker_args->jobs,
+                     "concurrent jobs (default: [compile] jobs_per_worker, 0 = one per core)");
+  worker->add_option("--cache-dir", worker_args->cache_dir,
+                     "object and artifact cache (default: ~/.cache/cuda-agent/compile)");
+  worker->add_option("--manifest", worker_args->manifest, "read [compile] options from it");
+  worker->add_option("--id", worker_args->id, "worker id (default: <host>-<pid>-<n>)");
+  worker->callback([worker_args, &result] {
+    StopSignals signals;
+    auto options = compile_options(worker_args->manifest);
+    if (!options) {
+      result.exit_code = report(options.error());
+      return;
+    }
+    CompileServiceOptions so;
+    so.compile = *options;
+    so.cache_dir = worker_args->cache_dir;
+    if (so.cache_dir.empty()) {
+      const char* home = std::getenv("HOME");
+      so.cache_dir = std::string(home && *home ? home : "/tmp") + "/.cache/cuda-agent/compile";
+    }
+    auto service = CompileService::create(so);
+    if (!service) {
+      result.exit_code = report(service.error());
+      return;
+    }
+    std::shared_ptr<CompileService> shared = std::move(*service);
+    PoolWorkerOptions wo;
+    wo.broker_endpoint = worker_args->connect;
+    wo.worker_id = WorkerId{worker_args->id};
+    std::int64_t jobs = worker_args->jobs > 0 ? worker_args->jobs : options->jobs_per_worker;
+    wo.slots = jobs > 0 ? jobs : std::max(1u, std::thread::hardware_concurrency());
+    auto w = PoolWorker::start(wo, compile_handler(shared));
+    if (!w) {
+      result.exit_code = report(w.error());
+      return;
+    }
+    std::printf("compile worker %s: %lld slots, connected to %s\n",
+                (*w)->worker_id().value().c_str(), static_cast<long long>(wo.slots),
+                wo.broker_endpoint.c_str());
+    std::fflush(stdout);
+    int sig = signals.wait();
+    log_info("compile worker stopping", {{"signal", std::to_string(sig)}});
+    (*w)->stop();
+  });
+
+  auto get_args = std::make_shared<std::array<std::string, 3>>();
+  CLI::App* artifacts = app.add_subcommand("artifacts", "Built artifacts kept in a run store.");
+  artifacts->require_subcommand(1);
+  CLI::App* get = artifacts->add_subcommand("get", "Write one artifact, by hash, to a file.");
+  get->add_option("HASH", (*get_args)[0], "the artifact's content hash")->required();
+  get->add_option("--store", (*get_args)[1], "run store directory")->required();
+  get->add_option("-o,--output", (*get_args)[2], "file to write")->required();
+  get->callback([get_args, &result] {
+    StoreOptions so;
+    so.dir = (*get_args)[1];
+    auto store = RunStore::open(so, StoreMode::kSecondary);
+    if (!store) {
+      result.exit_code = report(store.error());
+      return;
+    }
+    auto artifact = (*store)->get_artifact((*get_args)[0]);
+    if (!artifact) {
+      result.exit_code = report(artifact.error());
+      return;
+    }
+    std::ofstream out((*get_args)[2], std::ios::binary);
+    out.write(artifact->bytes.data(), static_cast<std::streamsize>(artifact->bytes.size()));
+    if (!out) {
+      result.exit_code = report(
+          make_error(ErrorCategory::kIo, "cli.write", "cannot write '" + (*get_args)[2] + "'"));
+      return;
+    }
+    std::printf("%s: %zu bytes -> %s\n", artifact->hash.c_str(), artifact->bytes.size(),
+                (*get_args)[2].c_str());
+  });
+}
+
+}  // namespace cuda_agent::cli

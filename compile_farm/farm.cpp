@@ -1,0 +1,52 @@
+#include "compile_farm/farm.h"
+
+#include <thread>
+
+#include "core/clock.h"
+
+namespace cuda_agent {
+
+PoolHandler compile_handler(std::shared_ptr<CompileService> service) {
+  return [service](const WorkItem& item) -> Expected<std::string> {
+    ASSIGN_OR_RETURN(CompileRequest request, decode_compile_request(item.payload));
+    CompileReply reply{request.header.request_id, service->compile(request)};
+    return encode_compile_reply(reply);
+  };
+}
+
+Expected<std::unique_ptr<CompileClient>> CompileClient::connect(const PoolClientOptions& options) {
+  ASSIGN_OR_RETURN(auto client, PoolClient::connect(options));
+  return std::unique_ptr<CompileClient>(new CompileClient(std::move(client)));
+}
+
+Expected<CompileResult> CompileClient::compile(CompileRequest request,
+                                               std::int64_t default_timeout_ms) {
+  if (request.header.deadline_unix_ms <= 0)
+    request.header.deadline_unix_ms = now_unix_ms() + default_timeout_ms;
+  PoolRequest pool_request{request.header, {}, encode_compile_request(request)};
+  ASSIGN_OR_RETURN(std::string payload, client_->call(std::move(pool_request)));
+  ASSIGN_OR_RETURN(CompileReply reply, decode_compile_reply(payload));
+  return std::move(reply.outcome);
+}
+
+Expected<std::unique_ptr<EmbeddedCompileFarm>> EmbeddedCompileFarm::start(
+    CompileServiceOptions options, std::int64_t slots) {
+  std::unique_ptr<EmbeddedCompileFarm> farm(new EmbeddedCompileFarm());
+  ASSIGN_OR_RETURN(auto service, CompileService::create(std::move(options)));
+  farm->service_ = std::move(service);
+  WorkPoolBrokerOptions broker;
+  broker.name = "compile-farm";
+  ASSIGN_OR_RETURN(farm->broker_, WorkPoolBroker::start(broker));
+  PoolWorkerOptions worker;
+  worker.broker_endpoint = farm->broker_->worker_endpoint();
+  worker.slots = slots > 0 ? slots : std::max(1u, std::thread::hardware_concurrency());
+  ASSIGN_OR_RETURN(farm->worker_, PoolWorker::start(worker, compile_handler(farm->service_)));
+  return farm;
+}
+
+EmbeddedCompileFarm::~EmbeddedCompileFarm() {
+  if (worker_) worker_->stop();
+  if (broker_) broker_->stop();
+}
+
+}  // namespace cuda_agent
