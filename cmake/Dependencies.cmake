@@ -41,6 +41,7 @@ find_package(fmt REQUIRED)
 find_package(nlohmann_json REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(ZMQ REQUIRED IMPORTED_TARGET libzmq)
+pkg_check_modules(SODIUM REQUIRED IMPORTED_TARGET libsodium)  # SHA-256 of task sources
 
 # CAF 0.17 ships no CMake config or pkg-config file.
 find_path(CAF_INCLUDE_DIR caf/all.hpp REQUIRED)
