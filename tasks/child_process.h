@@ -54,9 +54,9 @@ struct ChildSpec {
 /// How a child ended. `lines` answers were delivered whatever happened.
 struct ChildRun {
   std::uint64_t lines = 0;
-  bool timed_out = false;  ///< killed at a deadline
-  int exit_code = -1;      ///< when it exited normally
-  int signal = 0;          ///< when a signal ended it (SIGKILL after a timeout, SIGXCPU, ...)
+  bool timed_out = false;   ///< killed at a deadline
+  int exit_code = -1;       ///< when it exited normally
+  int signal = 0;           ///< when a signal ended it (SIGKILL after a timeout, SIGXCPU, ...)
   std::string stderr_tail;  ///< the last 4 KiB of its stderr
   /// "exited with 0", "killed by signal 9 (timed out after 10000 ms waiting for line 3)", ...
   std::string describe() const;

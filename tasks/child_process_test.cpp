@@ -43,8 +43,7 @@ TEST(ChildProcess, KillsAChildThatStallsPastTheLineDeadline) {
   EXPECT_EQ(run->signal, SIGKILL);
   EXPECT_EQ(lines, std::vector<std::string>{"one"});
   EXPECT_LT(took, std::chrono::seconds(5));
-  EXPECT_NE(run->describe().find("timed out after 200 ms waiting for answer 2"),
-            std::string::npos)
+  EXPECT_NE(run->describe().find("timed out after 200 ms waiting for answer 2"), std::string::npos)
       << run->describe();
 }
 

@@ -78,8 +78,7 @@ Expected<StaticReport> parse_validator_answer(std::string_view line) {
 PythonValidator::PythonValidator(ValidatorOptions options) : options_(std::move(options)) {}
 
 Expected<std::vector<StaticReport>> PythonValidator::check(
-    const std::vector<SourceToCheck>& sources,
-    const std::function<void(bool ok)>& progress) const {
+    const std::vector<SourceToCheck>& sources, const std::function<void(bool ok)>& progress) const {
   std::vector<StaticReport> reports;
   reports.reserve(sources.size());
   auto deliver = [&](StaticReport r) {

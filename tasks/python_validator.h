@@ -52,11 +52,11 @@ struct ValueSpec {
   std::string expr;  ///< the element's source text (at most 200 characters)
   /// "tensor" (a torch factory call), "value" (a constant), "unknown" (could not be folded).
   std::string kind;
-  std::string factory;               ///< tensor: rand, randn, randint, zeros, ...
-  std::vector<std::int64_t> shape;   ///< tensor: the shape, when has_shape
+  std::string factory;              ///< tensor: rand, randn, randint, zeros, ...
+  std::vector<std::int64_t> shape;  ///< tensor: the shape, when has_shape
   bool has_shape = false;
-  std::string dtype;                 ///< tensor: float32, int64, ... (empty when unknown)
-  std::string value_json;            ///< value: the constant as JSON text
+  std::string dtype;       ///< tensor: float32, int64, ... (empty when unknown)
+  std::string value_json;  ///< value: the constant as JSON text
 };
 
 /// What the validator found in one source.

@@ -37,8 +37,7 @@ def get_init_inputs():
     return [channels, 8, 3, 1.5]
 )";
 
-std::vector<StaticReport> check(const std::vector<std::string>& sources,
-                                ValidatorOptions o = {}) {
+std::vector<StaticReport> check(const std::vector<std::string>& sources, ValidatorOptions o = {}) {
   std::vector<SourceToCheck> in;
   for (std::size_t i = 0; i < sources.size(); ++i) {
     in.push_back({.name = "src" + std::to_string(i), .source = sources[i]});
@@ -81,14 +80,13 @@ TEST(PythonValidator, RejectsWithTheReason) {
     s.replace(s.find(what), what.size(), instead);
     return s;
   };
-  auto reports = check({"def broken(:\n",
-                        without("class Model", "class Other"),
-                        without("def get_inputs", "def make_inputs"),
-                        without("def get_init_inputs", "def init_inputs"),
-                        without("def forward", "def run"),
-                        "x = (" + std::string(200000, '(') + "\n",
-                        "while True: pass\n",  // never executed: fine to parse, but no Model
-                        kGood});
+  auto reports =
+      check({"def broken(:\n", without("class Model", "class Other"),
+             without("def get_inputs", "def make_inputs"),
+             without("def get_init_inputs", "def init_inputs"), without("def forward", "def run"),
+             "x = (" + std::string(200000, '(') + "\n",
+             "while True: pass\n",  // never executed: fine to parse, but no Model
+             kGood});
   ASSERT_EQ(reports.size(), 8u);
   auto first_error = [&](int i) { return reports[i].errors.empty() ? "" : reports[i].errors[0]; };
   EXPECT_EQ(first_error(0), "syntax error at line 1: invalid syntax");

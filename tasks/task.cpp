@@ -49,8 +49,7 @@ std::string content_hash(std::string_view source) {
   static const bool sodium_ready = sodium_init() >= 0;  // SHA-256 needs no keys; init is cheap
   (void)sodium_ready;
   unsigned char digest[crypto_hash_sha256_BYTES];
-  crypto_hash_sha256(digest, reinterpret_cast<const unsigned char*>(source.data()),
-                     source.size());
+  crypto_hash_sha256(digest, reinterpret_cast<const unsigned char*>(source.data()), source.size());
   static const char hex[] = "0123456789abcdef";
   std::string out = "sha256:";
   for (unsigned char b : digest) {
@@ -102,13 +101,13 @@ std::string encode_task(const Task& t) {
   for (const ValueSpec& v : t.inputs) inputs.push_back(value_to_json(v));
   for (const ValueSpec& v : t.init_inputs) init_inputs.push_back(value_to_json(v));
   for (const FilterResult& f : t.filters) {
-    filters.push_back({{"filter", f.filter},
-                       {"passed", f.passed},
-                       {"reason", f.reason},
-                       {"unix_ms", f.unix_ms},
-                       {"details", f.details_json.empty()
-                                       ? json(nullptr)
-                                       : json::parse(f.details_json, nullptr, false)}});
+    filters.push_back(
+        {{"filter", f.filter},
+         {"passed", f.passed},
+         {"reason", f.reason},
+         {"unix_ms", f.unix_ms},
+         {"details",
+          f.details_json.empty() ? json(nullptr) : json::parse(f.details_json, nullptr, false)}});
   }
   for (const CachedBaseline& b : t.baselines) {
     baselines.push_back({{"device", b.device},
@@ -146,14 +145,15 @@ Expected<Task> decode_task(std::string_view body, std::string_view where) {
   };
   json j = json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return corrupt("not a JSON object");
-  if (j.value("format", "") != "cuda-agent task") return corrupt("no \"format\": \"cuda-agent task\"");
+  if (j.value("format", "") != "cuda-agent task")
+    return corrupt("no \"format\": \"cuda-agent task\"");
   if (!j.contains("version") || !j["version"].is_number_integer()) return corrupt("no version");
   const int version = j["version"].get<int>();
   if (version > kTaskFormatVersion) {
     return make_error(ErrorCategory::kInvalidInput, "task.newer_version",
                       std::string(where) + ": task format version " + std::to_string(version) +
-                          " is newer than this build reads (" +
-                          std::to_string(kTaskFormatVersion) + ")");
+                          " is newer than this build reads (" + std::to_string(kTaskFormatVersion) +
+                          ")");
   }
   try {
     Task t;
@@ -206,8 +206,7 @@ TaskRecord to_record(const Task& t, std::int64_t created_unix_ms) {
 Expected<Task> from_record(const TaskRecord& record) {
   const std::string where = "task " + record.task_id.value();
   ASSIGN_OR_RETURN(Task t, decode_task(record.body, where));
-  if (t.id != record.task_id || t.suite != record.suite ||
-      t.content_hash != record.content_hash) {
+  if (t.id != record.task_id || t.suite != record.suite || t.content_hash != record.content_hash) {
     return make_error(ErrorCategory::kIo, "task.corrupt",
                       where + ": the body's id, suite or hash differs from the record's");
   }

@@ -34,9 +34,9 @@ constexpr int kTaskFormatVersion = 1;
 struct FilterResult {
   std::string filter;  ///< "static", "runs", "deterministic", "eager_time", ...
   bool passed = false;
-  std::string reason;            ///< why it failed, or a note
-  std::int64_t unix_ms = 0;      ///< when it ran
-  std::string details_json;      ///< filter-specific JSON (measured times, ...); may be empty
+  std::string reason;        ///< why it failed, or a note
+  std::int64_t unix_ms = 0;  ///< when it ran
+  std::string details_json;  ///< filter-specific JSON (measured times, ...); may be empty
 };
 
 /// A baseline time cached with the task (the run store's BaselineRecord is the system of record

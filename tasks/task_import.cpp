@@ -159,10 +159,8 @@ void read_jsonl(const fs::path& p, const std::string& where_base, const std::str
 
 void read_py(const fs::path& p, const std::string& where, const std::string& suite,
              const ImportOptions& o, std::vector<Candidate>& out) {
-  Candidate c{.where = where,
-              .suite = suite,
-              .name = p.stem().string(),
-              .data_source = o.data_source};
+  Candidate c{
+      .where = where, .suite = suite, .name = p.stem().string(), .data_source = o.data_source};
   c.failure = read_file(p, o.max_file_bytes, &c.source);
   precheck(c, o.max_file_bytes);
   out.push_back(std::move(c));

@@ -24,8 +24,9 @@ std::string task_source(const std::string& op) {
   return "import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n"
          "    def __init__(self):\n        super().__init__()\n\n"
          "    def forward(self, x):\n        return torch." +
-         op + "(x)\n\ndef get_inputs():\n    return [torch.randn(4, 8)]\n\n"
-              "def get_init_inputs():\n    return []\n";
+         op +
+         "(x)\n\ndef get_inputs():\n    return [torch.randn(4, 8)]\n\n"
+         "def get_init_inputs():\n    return []\n";
 }
 
 class TaskImport : public ::testing::Test {
@@ -48,12 +49,15 @@ TEST_F(TaskImport, ImportsTheGoodFilesAndNamesEachBadOne) {
   write("set/1_relu.py", good);
   write("set/sub/2_tanh.py", task_source("tanh"));
   write("set/3_syntax.py", "class Model(:\n");
-  write("set/4_no_model.py", "import torch\ndef get_inputs(): return []\n"
-                             "def get_init_inputs(): return []\n");
+  write("set/4_no_model.py",
+        "import torch\ndef get_inputs(): return []\n"
+        "def get_init_inputs(): return []\n");
   std::string no_inputs = good;
   no_inputs.replace(no_inputs.find("def get_inputs"), 14, "def make_input");
   write("set/5_no_get_inputs.py", no_inputs);
-  write("set/6_binary.py", std::string("\x7f" "ELF\x02\x01\x01\x00\x00\xff\xfe", 11));
+  write("set/6_binary.py", std::string("\x7f"
+                                       "ELF\x02\x01\x01\x00\x00\xff\xfe",
+                                       11));
   write("set/7_empty.py", "");
   write("set/8_huge.py", good + "#" + std::string(2 << 20, 'x') + "\n");
   write("set/9_latin1.py", "# caf\xe9\n" + good);
@@ -102,7 +106,8 @@ TEST_F(TaskImport, ImportsTheGoodFilesAndNamesEachBadOne) {
   EXPECT_EQ(why["9_latin1.py"], "is not UTF-8 text (bad byte at offset 5)");
   EXPECT_EQ(why["rows.jsonl:2"], "is not a JSON object");
   EXPECT_EQ(why["rows.jsonl:4"], "has no string field \"code\"");
-  EXPECT_EQ(why["rows.jsonl:5"], "no class Model; no function get_inputs; no function get_init_inputs");
+  EXPECT_EQ(why["rows.jsonl:5"],
+            "no class Model; no function get_inputs; no function get_init_inputs");
 
   // Into a store twice: the second time everything is unchanged.
   const fs::path store_dir = root_ / "store";
@@ -136,9 +141,9 @@ TEST_F(TaskImport, AMissingPathIsAnError) {
 TEST_F(TaskImport, TheSameSourceTwiceIsOneTask) {
   write("set/a.py", task_source("relu"));
   fs::copy_file(root_ / "set/a.py", root_ / "set/sub/a.py");  // another suite: another task
-  write("set/rows.jsonl", "{\"ops\": [\"x\"], \"code\": " + nlohmann_escape(task_source("relu")) +
-                              "}\n{\"ops\": [\"x\"], \"code\": " +
-                              nlohmann_escape(task_source("relu")) + "}\n");
+  write("set/rows.jsonl",
+        "{\"ops\": [\"x\"], \"code\": " + nlohmann_escape(task_source("relu")) +
+            "}\n{\"ops\": [\"x\"], \"code\": " + nlohmann_escape(task_source("relu")) + "}\n");
   auto r = load_tasks((root_ / "set").string(), {.suite = "mine"}, nullptr);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->tasks.size(), 3u);

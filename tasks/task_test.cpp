@@ -12,7 +12,8 @@ TEST(TaskId, IsSuiteNameAndHashPrefix) {
             "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
   EXPECT_EQ(make_task_id("kernelbench/level1", "19_ReLU", content_hash("abc")).value(),
             "kernelbench/level1/19_ReLU-ba7816bf8f01");
-  EXPECT_EQ(make_task_id("s", "a b/c\xff", "sha256:0123456789abcdef").value(), "s/a_b_c_-0123456789ab");
+  EXPECT_EQ(make_task_id("s", "a b/c\xff", "sha256:0123456789abcdef").value(),
+            "s/a_b_c_-0123456789ab");
   EXPECT_EQ(make_task_id("s", "", "0123456789abcdef").value(), "s/task-0123456789ab");
 }
 
@@ -37,8 +38,11 @@ Task sample() {
                             "kernelbench", "dir/1_Conv2D_ReLU.py", 1234);
   t.declared_ops = {"Conv2d", "ReLU"};
   t.baselines.push_back({.device = "NVIDIA H200", .torch_version = "2.11", .eager_ms = 1.5});
-  t.filters.push_back({.filter = "eager_time", .passed = false, .reason = "0.2 ms < 1 ms",
-                       .unix_ms = 99, .details_json = R"({"eager_ms":0.2})"});
+  t.filters.push_back({.filter = "eager_time",
+                       .passed = false,
+                       .reason = "0.2 ms < 1 ms",
+                       .unix_ms = 99,
+                       .details_json = R"({"eager_ms":0.2})"});
   return t;
 }
 
