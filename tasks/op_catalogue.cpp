@@ -38,30 +38,36 @@ int pick_dim(const Shape& in, Rng& rng, std::int64_t min_size = 2) {
 struct Unary {
   const char* name;
   const char* category;
-  const char* expr;    // X is the input; A the optional argument
-  double flops;        // per element
-  const char* arg;     // argument name, or nullptr
+  const char* expr;                  // X is the input; A the optional argument
+  double flops;                      // per element
+  const char* arg;                   // argument name, or nullptr
   std::vector<std::string> choices;  // its values (Python literals)
 };
 
 void add_unary(std::vector<OpDef>& ops, const Unary& u) {
-  ops.push_back({.name = u.name, .category = u.category, .min_rank = 1, .max_rank = 5,
-                 .apply = [u](const Shape& in, Rng& rng, ChainCode& code, Shape& out,
-                              OpCost& cost) {
-                   std::string e = replace_all(u.expr, "X", "x");
-                   if (u.arg) e = replace_all(e, "A", code.attr(u.arg, rng.pick(u.choices)));
-                   code.line("x = " + e);
-                   out = in;
-                   cost = stream_cost(in, out, u.flops);
-                   return true;
-                 }});
+  ops.push_back(
+      {.name = u.name,
+       .category = u.category,
+       .min_rank = 1,
+       .max_rank = 5,
+       .apply = [u](const Shape& in, Rng& rng, ChainCode& code, Shape& out, OpCost& cost) {
+         std::string e = replace_all(u.expr, "X", "x");
+         if (u.arg) e = replace_all(e, "A", code.attr(u.arg, rng.pick(u.choices)));
+         code.line("x = " + e);
+         out = in;
+         cost = stream_cost(in, out, u.flops);
+         return true;
+       }});
 }
 
 // Reductions over one non-batch dim: REDUCE(x, dim=D, keepdim=K).
 void add_reduction(std::vector<OpDef>& ops, const char* name, const char* expr, double flops,
                    bool keepdim_arg) {
   const std::string e = expr;
-  ops.push_back({.name = name, .category = "reduction", .min_rank = 2, .max_rank = 5,
+  ops.push_back({.name = name,
+                 .category = "reduction",
+                 .min_rank = 2,
+                 .max_rank = 5,
                  .apply = [e, flops, keepdim_arg](const Shape& in, Rng& rng, ChainCode& code,
                                                   Shape& out, OpCost& cost) {
                    const int d = pick_dim(in, rng);
@@ -86,27 +92,31 @@ void add_reduction(std::vector<OpDef>& ops, const char* name, const char* expr, 
 void add_along_dim(std::vector<OpDef>& ops, const char* name, const char* category,
                    const char* expr, double flops) {
   const std::string e = expr;
-  ops.push_back({.name = name, .category = category, .min_rank = 2, .max_rank = 5,
-                 .apply = [e, flops](const Shape& in, Rng& rng, ChainCode& code, Shape& out,
-                                     OpCost& cost) {
-                   const int d = pick_dim(in, rng);
-                   if (d < 0) return false;
-                   const std::string s = replace_all(replace_all(e, "X", "x"), "D",
-                                                     std::to_string(d));
-                   code.line("x = " + s);
-                   out = in;
-                   cost = stream_cost(in, out, flops);
-                   return true;
-                 }});
+  ops.push_back(
+      {.name = name,
+       .category = category,
+       .min_rank = 2,
+       .max_rank = 5,
+       .apply = [e, flops](const Shape& in, Rng& rng, ChainCode& code, Shape& out, OpCost& cost) {
+         const int d = pick_dim(in, rng);
+         if (d < 0) return false;
+         const std::string s = replace_all(replace_all(e, "X", "x"), "D", std::to_string(d));
+         code.line("x = " + s);
+         out = in;
+         cost = stream_cost(in, out, flops);
+         return true;
+       }});
 }
 
 // x OP other, with `other` an extra input of x's shape.
 void add_binary_input(std::vector<OpDef>& ops, const char* name, const char* expr,
                       const char* factory) {
   const std::string e = expr, f = factory;
-  ops.push_back({.name = name, .category = "elementwise", .min_rank = 1, .max_rank = 5,
-                 .apply = [e, f](const Shape& in, Rng&, ChainCode& code, Shape& out,
-                                 OpCost& cost) {
+  ops.push_back({.name = name,
+                 .category = "elementwise",
+                 .min_rank = 1,
+                 .max_rank = 5,
+                 .apply = [e, f](const Shape& in, Rng&, ChainCode& code, Shape& out, OpCost& cost) {
                    const std::string y = code.input("y", in, f);
                    code.line("x = " + replace_all(replace_all(e, "X", "x"), "Y", y));
                    out = in;
@@ -119,10 +129,12 @@ void add_binary_input(std::vector<OpDef>& ops, const char* name, const char* exp
 void add_loss(std::vector<OpDef>& ops, const char* name, const char* expr, const char* factory,
               int min_rank, int max_rank) {
   const std::string e = expr, f = factory;
-  ops.push_back({.name = name, .category = "loss", .min_rank = min_rank, .max_rank = max_rank,
+  ops.push_back({.name = name,
+                 .category = "loss",
+                 .min_rank = min_rank,
+                 .max_rank = max_rank,
                  .terminal = true,
-                 .apply = [e, f](const Shape& in, Rng&, ChainCode& code, Shape& out,
-                                 OpCost& cost) {
+                 .apply = [e, f](const Shape& in, Rng&, ChainCode& code, Shape& out, OpCost& cost) {
                    Shape target = in;
                    std::string factory = f;
                    if (f == "class") {  // class indices along dim 1
@@ -184,42 +196,72 @@ void add_pointwise_ops(std::vector<OpDef>& ops) {
       {"F.softsign", "activation", "F.softsign(X)", 3, nullptr, {}},
       {"F.hardswish", "activation", "F.hardswish(X)", 4, nullptr, {}},
       {"F.hardsigmoid", "activation", "F.hardsigmoid(X)", 3, nullptr, {}},
-      {"F.hardtanh", "activation", "F.hardtanh(X, min_val=-A, max_val=A)", 2, "hardtanh_bound",
+      {"F.hardtanh",
+       "activation",
+       "F.hardtanh(X, min_val=-A, max_val=A)",
+       2,
+       "hardtanh_bound",
        {"1.0", "2.0", "0.5"}},
       {"F.relu6", "activation", "F.relu6(X)", 2, nullptr, {}},
-      {"F.leaky_relu", "activation", "F.leaky_relu(X, negative_slope=A)", 2, "negative_slope",
+      {"F.leaky_relu",
+       "activation",
+       "F.leaky_relu(X, negative_slope=A)",
+       2,
+       "negative_slope",
        {"0.01", "0.1", "0.2"}},
       {"F.logsigmoid", "activation", "F.logsigmoid(X)", 6, nullptr, {}},
       {"F.tanhshrink", "activation", "F.tanhshrink(X)", 5, nullptr, {}},
       {"F.softshrink", "activation", "F.softshrink(X, lambd=A)", 2, "lambd", {"0.5", "0.25"}},
       {"F.hardshrink", "activation", "F.hardshrink(X, lambd=A)", 2, "lambd", {"0.5", "0.25"}},
       {"torch.abs", "elementwise", "torch.abs(X)", 1, nullptr, {}},
-      {"torch.exp", "elementwise", "torch.exp(torch.clamp(X, max=A))", 4, "exp_clamp",
+      {"torch.exp",
+       "elementwise",
+       "torch.exp(torch.clamp(X, max=A))",
+       4,
+       "exp_clamp",
        {"10.0", "20.0"}},
       {"torch.neg", "elementwise", "torch.neg(X)", 1, nullptr, {}},
       {"torch.square", "elementwise", "torch.square(X)", 1, nullptr, {}},
       {"torch.sin", "elementwise", "torch.sin(X)", 8, nullptr, {}},
       {"torch.cos", "elementwise", "torch.cos(X)", 8, nullptr, {}},
       {"torch.erf", "elementwise", "torch.erf(X)", 8, nullptr, {}},
-      {"torch.sqrt", "elementwise", "torch.sqrt(torch.abs(X) + A)", 4, "sqrt_eps",
+      {"torch.sqrt",
+       "elementwise",
+       "torch.sqrt(torch.abs(X) + A)",
+       4,
+       "sqrt_eps",
        {"1e-06", "1.0"}},
       {"torch.log", "elementwise", "torch.log(torch.abs(X) + A)", 8, "log_eps", {"1e-06", "1.0"}},
-      {"torch.rsqrt", "elementwise", "torch.rsqrt(torch.abs(X) + A)", 4, "rsqrt_eps",
+      {"torch.rsqrt",
+       "elementwise",
+       "torch.rsqrt(torch.abs(X) + A)",
+       4,
+       "rsqrt_eps",
        {"1e-03", "1.0"}},
-      {"torch.clamp", "elementwise", "torch.clamp(X, min=-A, max=A)", 2, "clamp_bound",
+      {"torch.clamp",
+       "elementwise",
+       "torch.clamp(X, min=-A, max=A)",
+       2,
+       "clamp_bound",
        {"0.5", "1.0", "3.0"}},
-      {"torch.clamp_min", "elementwise", "torch.clamp_min(X, A)", 1, "clamp_min",
-       {"0.0", "-0.5"}},
-      {"torch.round", "elementwise", "torch.round(X * A) / A", 2, "round_scale",
-       {"4.0", "16.0"}},
+      {"torch.clamp_min", "elementwise", "torch.clamp_min(X, A)", 1, "clamp_min", {"0.0", "-0.5"}},
+      {"torch.round", "elementwise", "torch.round(X * A) / A", 2, "round_scale", {"4.0", "16.0"}},
       {"torch.pow", "elementwise", "torch.pow(X, A)", 4, "exponent", {"2", "3"}},
       {"operator.mul", "elementwise", "X * A", 1, "scale_factor", {"0.5", "2.0", "1.5"}},
       {"operator.add", "elementwise", "X + A", 1, "add_value", {"0.5", "1.0", "-0.1"}},
       {"operator.sub", "elementwise", "X - A", 1, "subtract_value", {"0.5", "0.25"}},
       {"operator.truediv", "elementwise", "X / A", 1, "divisor", {"2.0", "3.0", "0.5"}},
-      {"torch.where", "elementwise", "torch.where(X > 0, X, X * A)", 2, "negative_scale",
+      {"torch.where",
+       "elementwise",
+       "torch.where(X > 0, X, X * A)",
+       2,
+       "negative_scale",
        {"0.1", "0.5"}},
-      {"torch.lerp", "elementwise", "torch.lerp(X, torch.tanh(X), A)", 6, "weight",
+      {"torch.lerp",
+       "elementwise",
+       "torch.lerp(X, torch.tanh(X), A)",
+       6,
+       "weight",
        {"0.25", "0.5"}},
   };
   for (const Unary& u : unary) add_unary(ops, u);
@@ -239,10 +281,12 @@ void add_pointwise_ops(std::vector<OpDef>& ops) {
   add_reduction(ops, "torch.var", "torch.var(X, dim=D, keepdim=K)", 3, true);
   add_reduction(ops, "torch.std", "torch.std(X, dim=D, keepdim=K)", 4, true);
   add_reduction(ops, "torch.norm", "torch.norm(X, p=2, dim=D, keepdim=K)", 2, true);
-  ops.push_back({.name = "torch.argmax", .category = "reduction", .min_rank = 2, .max_rank = 5,
+  ops.push_back({.name = "torch.argmax",
+                 .category = "reduction",
+                 .min_rank = 2,
+                 .max_rank = 5,
                  .terminal = true,
-                 .apply = [](const Shape& in, Rng& rng, ChainCode& code, Shape& out,
-                             OpCost& cost) {
+                 .apply = [](const Shape& in, Rng& rng, ChainCode& code, Shape& out, OpCost& cost) {
                    const int d = pick_dim(in, rng);
                    if (d < 0) return false;
                    code.line("x = torch.argmax(x, dim=" + std::to_string(d) + ")");
@@ -276,13 +320,16 @@ namespace {
 void add_reshapes(std::vector<OpDef>& ops) {
   auto add = [&](const char* name, int lo, int hi,
                  std::function<bool(const Shape&, Rng&, ChainCode&, Shape&)> rule) {
-    ops.push_back({.name = name, .category = "reshape", .min_rank = lo, .max_rank = hi,
-                   .apply = [rule](const Shape& in, Rng& rng, ChainCode& code, Shape& out,
-                                   OpCost& cost) {
-                     if (!rule(in, rng, code, out)) return false;
-                     cost = stream_cost(in, out, 0);
-                     return true;
-                   }});
+    ops.push_back(
+        {.name = name,
+         .category = "reshape",
+         .min_rank = lo,
+         .max_rank = hi,
+         .apply = [rule](const Shape& in, Rng& rng, ChainCode& code, Shape& out, OpCost& cost) {
+           if (!rule(in, rng, code, out)) return false;
+           cost = stream_cost(in, out, 0);
+           return true;
+         }});
   };
   add("torch.flatten", 3, 5, [](const Shape& in, Rng&, ChainCode& code, Shape& out) {
     code.line("x = torch.flatten(x, start_dim=1)");
@@ -398,8 +445,7 @@ void add_reshapes(std::vector<OpDef>& ops) {
     out[static_cast<std::size_t>(d)] = (n + stride - 1) / stride;
     return true;
   });
-  add("torch.repeat_interleave", 2, 4, [](const Shape& in, Rng& rng, ChainCode& code,
-                                          Shape& out) {
+  add("torch.repeat_interleave", 2, 4, [](const Shape& in, Rng& rng, ChainCode& code, Shape& out) {
     const int d = pick_dim(in, rng, 1);
     if (d < 0) return false;
     code.line("x = torch.repeat_interleave(x, 2, dim=" + std::to_string(d) + ")");

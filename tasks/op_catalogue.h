@@ -30,9 +30,9 @@ std::int64_t numel(const Shape& s);
 
 /// Work of one eager operator call, for the eager-time estimate.
 struct OpCost {
-  double flops_per_row = 0;  ///< floating-point operations per batch row
-  double bytes_per_row = 0;  ///< bytes read + written per batch row
-  double fixed_bytes = 0;    ///< bytes read once per call (weights)
+  double flops_per_row = 0;       ///< floating-point operations per batch row
+  double bytes_per_row = 0;       ///< bytes read + written per batch row
+  double fixed_bytes = 0;         ///< bytes read once per call (weights)
   double peak_bytes_per_row = 0;  ///< input + output bytes per row (memory while it runs)
   double param_bytes = 0;         ///< parameters the op owns
 };
@@ -80,8 +80,7 @@ struct OpDef {
   bool terminal = false;
   /// Applies the op to `in`: writes the output shape, appends code and cost. False when it does
   /// not fit `in` (too small, indivisible); the caller then drops `code`'s changes.
-  std::function<bool(const Shape& in, Rng& rng, ChainCode& code, Shape& out, OpCost& cost)>
-      apply;
+  std::function<bool(const Shape& in, Rng& rng, ChainCode& code, Shape& out, OpCost& cost)> apply;
 };
 
 /// Every operator, in a fixed order (the order is part of the synthesizer's determinism).

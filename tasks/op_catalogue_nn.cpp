@@ -58,12 +58,11 @@ void add_convs(std::vector<OpDef>& ops) {
             if (in[i] + 2 * pad < k || len < 2) return false;
             out.push_back(len);
           }
-          const std::string expr = "nn.Conv" + std::string(kDimName[nd]) + "(" +
-                                   code.param("in_channels", s(c)) + ", " +
-                                   code.param("out_channels", s(o)) + ", " +
-                                   code.param("kernel_size", s(k)) + ", stride=" +
-                                   code.param("stride", s(stride)) + ", padding=" +
-                                   code.param("padding", s(pad)) + ")";
+          const std::string expr =
+              "nn.Conv" + std::string(kDimName[nd]) + "(" + code.param("in_channels", s(c)) + ", " +
+              code.param("out_channels", s(o)) + ", " + code.param("kernel_size", s(k)) +
+              ", stride=" + code.param("stride", s(stride)) +
+              ", padding=" + code.param("padding", s(pad)) + ")";
           code.line("x = " + code.module("conv", expr) + "(x)");
           double kvol = 1;
           for (int i = 0; i < nd; ++i) kvol *= static_cast<double>(k);
@@ -88,12 +87,11 @@ void add_convs(std::vector<OpDef>& ops) {
             if (len < 2) return false;
             out.push_back(len);
           }
-          const std::string expr = "nn.ConvTranspose" + std::string(kDimName[nd]) + "(" +
-                                   code.param("in_channels", s(c)) + ", " +
-                                   code.param("out_channels", s(o)) + ", " +
-                                   code.param("kernel_size", s(k)) + ", stride=" +
-                                   code.param("stride", s(stride)) + ", padding=" +
-                                   code.param("padding", s(pad)) + ")";
+          const std::string expr =
+              "nn.ConvTranspose" + std::string(kDimName[nd]) + "(" +
+              code.param("in_channels", s(c)) + ", " + code.param("out_channels", s(o)) + ", " +
+              code.param("kernel_size", s(k)) + ", stride=" + code.param("stride", s(stride)) +
+              ", padding=" + code.param("padding", s(pad)) + ")";
           code.line("x = " + code.module("conv_transpose", expr) + "(x)");
           double kvol = 1;
           for (int i = 0; i < nd; ++i) kvol *= static_cast<double>(k);
@@ -123,22 +121,22 @@ void add_matmuls(std::vector<OpDef>& ops) {
           const std::int64_t g =
               rng.pick(std::vector<std::int64_t>{256, 512, 1024, 2048, 4096, 8192});
           if (name == "nn.Linear") {
-            const std::string m = code.module(
-                "linear", "nn.Linear(" + code.param("in_features", s(k)) + ", " +
-                              code.param("out_features", s(g)) + ")");
+            const std::string m =
+                code.module("linear", "nn.Linear(" + code.param("in_features", s(k)) + ", " +
+                                          code.param("out_features", s(g)) + ")");
             code.line("x = " + m + "(x)");
           } else {
             const std::string kk = code.param("in_features", s(k));
             const std::string gg = code.param("out_features", s(g));
             const bool transposed = name == "F.linear";
             const std::string w = code.module(
-                "weight", "nn.Parameter(torch.randn(" + (transposed ? gg + ", " + kk : kk + ", " + gg) +
-                              ") * 0.02)");
-            const std::string b =
-                code.module("bias", "nn.Parameter(torch.zeros(" + gg + "))");
+                "weight", "nn.Parameter(torch.randn(" +
+                              (transposed ? gg + ", " + kk : kk + ", " + gg) + ") * 0.02)");
+            const std::string b = code.module("bias", "nn.Parameter(torch.zeros(" + gg + "))");
             if (name == "F.linear") code.line("x = F.linear(x, " + w + ", " + b + ")");
             if (name == "torch.matmul") code.line("x = torch.matmul(x, " + w + ") + " + b);
-            if (name == "torch.einsum") code.line("x = torch.einsum(\"bij,jk->bik\", x, " + w + ")");
+            if (name == "torch.einsum")
+              code.line("x = torch.einsum(\"bij,jk->bik\", x, " + w + ")");
             if (name == "torch.addmm") code.line("x = torch.addmm(" + b + ", x, " + w + ")");
           }
           out = in;
@@ -178,10 +176,10 @@ void add_pools(std::vector<OpDef>& ops) {
               if (in[i] < 2 * k) return false;
               out.push_back((in[i] - k) / k + 1);
             }
-            const std::string m = code.module(
-                kind == "Max" ? "max_pool" : "avg_pool",
-                "nn." + kind + "Pool" + kDimName[nd] + "(kernel_size=" +
-                    code.param("pool_kernel_size", s(k)) + ")");
+            const std::string m =
+                code.module(kind == "Max" ? "max_pool" : "avg_pool",
+                            "nn." + kind + "Pool" + kDimName[nd] +
+                                "(kernel_size=" + code.param("pool_kernel_size", s(k)) + ")");
             code.line("x = " + m + "(x)");
             cost = stream(in, out, 1);
             return true;
@@ -194,9 +192,9 @@ void add_pools(std::vector<OpDef>& ops) {
               if (in[i] < 2 * o) return false;
               out.push_back(o);
             }
-            const std::string m = code.module(
-                "adaptive_pool", "nn.Adaptive" + kind + "Pool" + kDimName[nd] + "(" +
-                                     code.param("output_size", s(o)) + ")");
+            const std::string m =
+                code.module("adaptive_pool", "nn.Adaptive" + kind + "Pool" + kDimName[nd] + "(" +
+                                                 code.param("output_size", s(o)) + ")");
             code.line("x = " + m + "(x)");
             cost = stream(in, out, 1);
             return true;
@@ -216,8 +214,8 @@ void add_pools(std::vector<OpDef>& ops) {
       [](const Shape& in, Rng&, ChainCode& code, Shape& out, OpCost& cost) {
         out = in;
         for (std::size_t i = 2; i < in.size(); ++i) out[i] *= 2;
-        code.line("x = " + code.module("upsample", "nn.Upsample(scale_factor=2, mode=\"nearest\")") +
-                  "(x)");
+        code.line("x = " +
+                  code.module("upsample", "nn.Upsample(scale_factor=2, mode=\"nearest\")") + "(x)");
         cost = stream(in, out, 0);
         return true;
       });
@@ -295,7 +293,8 @@ void add_norms(std::vector<OpDef>& ops) {
   }
   norm("nn.LocalResponseNorm", 3, 5, false, "lrn", [](const Shape& in, Rng& rng, ChainCode& code) {
     if (in[1] < 4) return std::string();
-    return "nn.LocalResponseNorm(" + code.param("lrn_size", s(rng.pick(std::vector<std::int64_t>{2, 3, 5}))) + ")";
+    return "nn.LocalResponseNorm(" +
+           code.param("lrn_size", s(rng.pick(std::vector<std::int64_t>{2, 3, 5}))) + ")";
   });
   norm("nn.PReLU", 2, 5, false, "prelu", [](const Shape& in, Rng&, ChainCode& code) {
     return "nn.PReLU(num_parameters=" + code.param("num_channels", s(in[1])) + ")";
@@ -308,8 +307,8 @@ void add_norms(std::vector<OpDef>& ops) {
         [is_add](const Shape& in, Rng&, ChainCode& code, Shape& out, OpCost& cost) {
           Shape p = {in[1]};
           for (std::size_t i = 2; i < in.size(); ++i) p.push_back(1);
-          const std::string shape = code.param(is_add ? "bias_shape" : "scale_shape",
-                                               tuple_literal(p));
+          const std::string shape =
+              code.param(is_add ? "bias_shape" : "scale_shape", tuple_literal(p));
           const std::string init = is_add ? "torch.randn(" + shape + ") * 0.02"
                                           : "1.0 + torch.randn(" + shape + ") * 0.02";
           const std::string m =
@@ -336,8 +335,10 @@ void add_norms(std::vector<OpDef>& ops) {
 
 std::string ChainCode::unique(const std::string& hint) {
   static const std::set<std::string> reserved = {
-      "x", "torch", "nn", "F", "self", "super", "Model", "batch_size", "get_inputs",
-      "get_init_inputs", "lambda", "input", "min", "max", "sum", "round", "pow", "abs"};
+      "x",      "torch", "nn",         "F",          "self",
+      "super",  "Model", "batch_size", "get_inputs", "get_init_inputs",
+      "lambda", "input", "min",        "max",        "sum",
+      "round",  "pow",   "abs"};
   std::string name = hint;
   for (int i = 2; reserved.count(name) || used_names.count(name); ++i) {
     name = hint + "_" + std::to_string(i);

@@ -18,8 +18,7 @@ Shape propose_shape(const OpDef& first, int rank, Rng& rng) {
   }
   switch (rank) {
     case 1:
-    case 2:
-      return {1, pick({256, 512, 1024, 2048, 4096, 8192, 16384})};
+    case 2: return {1, pick({256, 512, 1024, 2048, 4096, 8192, 16384})};
     case 3:
       return {1, pick({16, 32, 64, 128, 256, 512}), pick({64, 128, 256, 512, 1024, 2048, 4096})};
     case 4: {
@@ -57,8 +56,8 @@ std::string tensor_expr(const ExtraInput& in) {
   return "torch." + in.factory + "(" + dims + ")";
 }
 
-std::string render(const std::vector<std::string>& ops, const ChainCode& code,
-                   const ExtraInput& x, const Shape& out, std::int64_t batch) {
+std::string render(const std::vector<std::string>& ops, const ChainCode& code, const ExtraInput& x,
+                   const Shape& out, std::int64_t batch) {
   std::string chain;
   for (const std::string& op : ops) chain += (chain.empty() ? "" : " -> ") + op;
   std::string params, init_list, forward_params = "x";
@@ -145,8 +144,8 @@ bool build_chain(const SynthOptions& o, int length, Rng& rng, Built& b) {
   }
   for (const ExtraInput& in : b.code.inputs) b.shapes.push_back(in.shape);
   b.output = shape;
-  const double bw = o.hbm_gb_per_s * 1e6;      // bytes per ms
-  const double fl = o.fp32_tflops * 1e9;       // flops per ms
+  const double bw = o.hbm_gb_per_s * 1e6;  // bytes per ms
+  const double fl = o.fp32_tflops * 1e9;   // flops per ms
   b.per_row_ms = b.bytes_row / bw + b.flops_row / fl;
   b.fixed_ms = b.fixed_bytes / bw + static_cast<double>(length) * o.launch_us / 1000;
   return true;
@@ -193,15 +192,15 @@ Expected<SynthTask> synthesize_one(const SynthOptions& o, std::uint64_t index) {
     const int length = static_cast<int>(rng.weighted(o.length_weights)) + 1;
     Built b;
     if (!build_chain(o, length, rng, b)) continue;
-    const double target =
-        o.target_min_ms * std::pow(o.target_max_ms / o.target_min_ms, rng.unit());
+    const double target = o.target_min_ms * std::pow(o.target_max_ms / o.target_min_ms, rng.unit());
     double batch = std::floor((target - b.fixed_ms) / std::max(b.per_row_ms, 1e-12));
     batch = std::clamp(batch, 1.0, double{1 << 24});
     if (batch >= 64) batch = std::round(batch / 16) * 16;
     const double estimate = b.fixed_ms + batch * b.per_row_ms;
     if (estimate < o.accept_min_ms || estimate > o.accept_max_ms) continue;
     double largest = 0, inputs = 0;
-    for (const Shape& s : b.shapes) largest = std::max(largest, 4.0 * static_cast<double>(numel(s)));
+    for (const Shape& s : b.shapes)
+      largest = std::max(largest, 4.0 * static_cast<double>(numel(s)));
     inputs = 4.0 * static_cast<double>(numel(b.input));
     for (const ExtraInput& in : b.code.inputs) inputs += 4.0 * static_cast<double>(numel(in.shape));
     if (largest * batch > o.max_tensor_bytes) continue;

@@ -69,9 +69,9 @@ Expected<std::vector<double>> parse_length_mix(std::string_view text);
 /// One synthesized task.
 struct SynthTask {
   std::uint64_t index = 0;
-  std::string name;                ///< "00017_Conv2d_relu"
-  std::vector<std::string> ops;    ///< catalogue names, in chain order
-  std::string source;              ///< the KernelBench-format program
+  std::string name;              ///< "00017_Conv2d_relu"
+  std::vector<std::string> ops;  ///< catalogue names, in chain order
+  std::string source;            ///< the KernelBench-format program
   std::int64_t batch = 1;
   std::vector<Shape> input_shapes;  ///< forward's inputs, batch filled in
   Shape output_shape;               ///< batch filled in; empty for a scalar

@@ -101,8 +101,7 @@ TEST(Synth, EveryProgramPassesTheStaticValidatorWithItsShapes) {
     const SynthTask& t = (*tasks)[i];
     const StaticReport& r = (*reports)[i];
     const bool ok = r.ok && r.warnings.empty() && r.inputs.size() == t.input_shapes.size();
-    EXPECT_TRUE(ok) << t.name << ": " << (r.errors.empty() ? "" : r.errors[0]) << "\n"
-                    << t.source;
+    EXPECT_TRUE(ok) << t.name << ": " << (r.errors.empty() ? "" : r.errors[0]) << "\n" << t.source;
     if (!ok) {
       ++failures;
       continue;

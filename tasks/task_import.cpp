@@ -31,10 +31,12 @@ struct Candidate {
 
 // Empty when `s` is UTF-8 text without NUL bytes; else why not.
 std::string text_problem(std::string_view s) {
+  if (const auto nul = s.find('\0'); nul != std::string_view::npos) {
+    return "contains a NUL byte at offset " + std::to_string(nul) + " (binary file?)";
+  }
   std::size_t i = 0;
   while (i < s.size()) {
     const auto c = static_cast<unsigned char>(s[i]);
-    if (c == 0) return "contains a NUL byte at offset " + std::to_string(i) + " (binary file?)";
     int extra = c < 0x80 ? 0 : (c >> 5) == 6 ? 1 : (c >> 4) == 14 ? 2 : (c >> 3) == 30 ? 3 : -1;
     bool ok = extra >= 0 && i + static_cast<std::size_t>(extra) < s.size();
     for (int k = 1; ok && k <= extra; ++k) {
