@@ -188,23 +188,25 @@ Expected<std::vector<double>> parse_length_mix(std::string_view text) {
 
 Expected<SynthTask> synthesize_one(const SynthOptions& o, std::uint64_t index) {
   Rng rng(splitmix64(splitmix64(o.seed) ^ index));
+  // The length is drawn once so that redraws (chains that do not fit) keep the mix.
+  const int length = static_cast<int>(rng.weighted(o.length_weights)) + 1;
   for (int attempt = 0; attempt < o.max_attempts; ++attempt) {
-    const int length = static_cast<int>(rng.weighted(o.length_weights)) + 1;
     Built b;
     if (!build_chain(o, length, rng, b)) continue;
     const double target = o.target_min_ms * std::pow(o.target_max_ms / o.target_min_ms, rng.unit());
-    double batch = std::floor((target - b.fixed_ms) / std::max(b.per_row_ms, 1e-12));
-    batch = std::clamp(batch, 1.0, double{1 << 24});
-    if (batch >= 64) batch = std::round(batch / 16) * 16;
-    const double estimate = b.fixed_ms + batch * b.per_row_ms;
-    if (estimate < o.accept_min_ms || estimate > o.accept_max_ms) continue;
-    double largest = 0, inputs = 0;
+    double largest = 0, inputs = 4.0 * static_cast<double>(numel(b.input));
     for (const Shape& s : b.shapes)
       largest = std::max(largest, 4.0 * static_cast<double>(numel(s)));
-    inputs = 4.0 * static_cast<double>(numel(b.input));
     for (const ExtraInput& in : b.code.inputs) inputs += 4.0 * static_cast<double>(numel(in.shape));
-    if (largest * batch > o.max_tensor_bytes) continue;
-    if ((inputs + b.peak_row) * batch + b.params > o.max_memory_bytes) continue;
+    // The batch that meets the target, lowered to what the memory limits allow.
+    double batch = std::floor((target - b.fixed_ms) / std::max(b.per_row_ms, 1e-12));
+    batch = std::min({batch, std::floor(o.max_tensor_bytes / largest),
+                      std::floor((o.max_memory_bytes - b.params) / (inputs + b.peak_row)),
+                      double{1 << 24}});
+    if (batch >= 64) batch = std::floor(batch / 16) * 16;
+    if (batch < 1) continue;
+    const double estimate = b.fixed_ms + batch * b.per_row_ms;
+    if (estimate < o.accept_min_ms || estimate > o.accept_max_ms) continue;
 
     SynthTask t;
     t.index = index;
