@@ -68,6 +68,15 @@ void add_import(CLI::App& tasks, CommandResult& result) {
       ->capture_default_str();
   cmd->add_flag("--json", args->json, "print the report as JSON on stdout");
   cmd->callback([args, &result] {
+    std::error_code ec;
+    if (!std::filesystem::exists(args->path, ec)) {
+      return void(result.exit_code = report(
+                      make_error(ErrorCategory::kNotFound, "task.import_path",
+                                 "cannot import " + args->path + ": no such file or directory")));
+    }
+    // Open the store first: a store held by a running job fails before any work.
+    auto store = open_store(args->store, StoreMode::kWrite, result);
+    if (!store) return;
     Progress progress({.label = "import"});
     auto loaded = load_tasks(args->path, args->options, [&](bool ok) {
       if (ok) {
@@ -78,8 +87,6 @@ void add_import(CLI::App& tasks, CommandResult& result) {
     });
     progress.finish();
     if (!loaded) return void(result.exit_code = report(loaded.error()));
-    auto store = open_store(args->store, StoreMode::kWrite, result);
-    if (!store) return;
     auto saved = save_tasks(*store, loaded->tasks);
     if (!saved) return void(result.exit_code = report(saved.error()));
     if (args->json) {
@@ -160,9 +167,9 @@ void add_synth(CLI::App& tasks, CommandResult& result) {
   cmd->add_option("--suite", args->suite, "suite of the stored tasks")->capture_default_str();
   cmd->callback([args, &result] {
     if (args->out.empty() && args->store.empty()) {
-      return void(result.exit_code = report(make_error(
-                      ErrorCategory::kInvalidInput, "cli.usage",
-                      "tasks synth needs --out DIR, --store DIR or both")));
+      return void(result.exit_code =
+                      report(make_error(ErrorCategory::kInvalidInput, "cli.usage",
+                                        "tasks synth needs --out DIR, --store DIR or both")));
     }
     SynthOptions options = args->options;
     if (!args->mix.empty()) {
@@ -179,9 +186,9 @@ void add_synth(CLI::App& tasks, CommandResult& result) {
       std::error_code ec;
       std::filesystem::create_directories(args->out, ec);
       if (ec) {
-        return void(result.exit_code = report(make_error(
-                        ErrorCategory::kIo, "cli.output",
-                        "cannot create " + args->out + ": " + ec.message())));
+        return void(result.exit_code =
+                        report(make_error(ErrorCategory::kIo, "cli.output",
+                                          "cannot create " + args->out + ": " + ec.message())));
       }
     }
     Progress progress({.label = "synth", .total = args->count});

@@ -63,8 +63,9 @@ TEST(TasksCli, ImportsTheGoodFilesAndNamesEachBadOne) {
   write(set / "good_relu.py", kGood);
   write(set / "nested" / "good_tanh.py", good2);
   write(set / "syntax.py", "class Model(nn.Module:\n    pass\n");
-  write(set / "no_model.py", "import torch\ndef get_inputs():\n    return []\n"
-                             "def get_init_inputs():\n    return []\n");
+  write(set / "no_model.py",
+        "import torch\ndef get_inputs():\n    return []\n"
+        "def get_init_inputs():\n    return []\n");
   std::string no_inputs = kGood;
   no_inputs.replace(no_inputs.find("def get_inputs"), 14, "def inputs_for");
   write(set / "no_get_inputs.py", no_inputs);

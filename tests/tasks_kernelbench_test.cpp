@@ -15,7 +15,8 @@ TEST(TasksKernelBench, ImportsAllTwoHundredFilesWithoutErrors) {
   const char* src = std::getenv("CUDA_AGENT_SOURCE_DIR");
   ASSERT_NE(src, nullptr) << "run through ctest (it sets CUDA_AGENT_SOURCE_DIR)";
   const std::filesystem::path kb = std::filesystem::path(src) / ".." / "shared" / "kernelbench";
-  if (!std::filesystem::is_directory(kb / "level1") || !std::filesystem::is_directory(kb / "level2")) {
+  if (!std::filesystem::is_directory(kb / "level1") ||
+      !std::filesystem::is_directory(kb / "level2")) {
     GTEST_SKIP() << "no KernelBench snapshot at " << kb.string() << " (levels 1 and 2)";
   }
   testing::TempDir tmp("tasks_kernelbench");
