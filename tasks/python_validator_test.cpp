@@ -24,7 +24,7 @@ class Model(nn.Module):
 
     def forward(self, x):
         x = F.gelu(self.conv(x)) * self.scale
-        return torch.sum(x, dim=1).view(x.shape[0], -1)
+        return torch.sum(x, dim=1).view(x.size(0), -1)
 
 batch_size = 16
 channels, size = 3, 2 ** 6

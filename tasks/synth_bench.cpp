@@ -77,10 +77,11 @@ int run(const char* python) {
   }
   std::sort(seconds.begin(), seconds.end());
   const double med = seconds[seconds.size() / 2];
-  std::printf("synthesis: %llu tasks (seed %llu, default mix), median of %d runs: %.3f s = "
-              "%.0f tasks/s (min %.3f s, max %.3f s); %.1f MB of Python; chain lengths",
-              static_cast<unsigned long long>(kCount), static_cast<unsigned long long>(o.seed),
-              kReps, med, kCount / med, seconds.front(), seconds.back(), bytes / 1e6);
+  std::printf(
+      "synthesis: %llu tasks (seed %llu, default mix), median of %d runs: %.3f s = "
+      "%.0f tasks/s (min %.3f s, max %.3f s); %.1f MB of Python; chain lengths",
+      static_cast<unsigned long long>(kCount), static_cast<unsigned long long>(o.seed), kReps, med,
+      kCount / med, seconds.front(), seconds.back(), bytes / 1e6);
   for (int l = 1; l <= 5; ++l) std::printf(" %d:%d", l, lengths[l]);
   std::printf("\n");
 
@@ -95,14 +96,16 @@ int run(const char* python) {
   for (std::size_t i = 0; i < reports->size(); ++i) {
     if (!(*reports)[i].ok) fail(reference[i].name + " failed validation");
   }
-  std::printf("validation: %llu programs through %s -I (ast only, batches of %zu), one "
-              "run: %.2f s = %.0f tasks/s; all passed\n",
-              static_cast<unsigned long long>(kCount), vo.python.c_str(), vo.batch_files,
-              validate_s, kCount / validate_s);
-  std::printf("measured on %u hardware threads; synthesis is single-threaded wall time of "
-              "synthesize(), validation is wall time of PythonValidator::check (one child at a "
-              "time)\n",
-              std::thread::hardware_concurrency());
+  std::printf(
+      "validation: %llu programs through %s -I (ast only, batches of %zu), one "
+      "run: %.2f s = %.0f tasks/s; all passed\n",
+      static_cast<unsigned long long>(kCount), vo.python.c_str(), vo.batch_files, validate_s,
+      kCount / validate_s);
+  std::printf(
+      "measured on %u hardware threads; synthesis is single-threaded wall time of "
+      "synthesize(), validation is wall time of PythonValidator::check (one child at a "
+      "time)\n",
+      std::thread::hardware_concurrency());
   return 0;
 }
 

@@ -131,6 +131,18 @@ TEST_F(TaskImport, ImportsTheGoodFilesAndNamesEachBadOne) {
   }
 }
 
+TEST_F(TaskImport, AJsonLinesFileAloneIsItsOwnSuite) {
+  write("set/ops6k_rows.jsonl",
+        "{\"ops\": [\"torch.relu\"], \"code\": " + nlohmann_escape(task_source("relu")) + "}\n");
+  auto r = load_tasks((root_ / "set" / "ops6k_rows.jsonl").string(), {}, nullptr);
+  ASSERT_TRUE(r) << r.error().to_string();
+  ASSERT_EQ(r->tasks.size(), 1u);
+  EXPECT_EQ(r->tasks[0].suite, "ops6k_rows");
+  EXPECT_EQ(r->tasks[0].name, "relu");
+  EXPECT_EQ(r->tasks[0].data_source, "ops6k");
+  EXPECT_EQ(r->tasks[0].origin, (root_ / "set" / "ops6k_rows.jsonl").string() + ":1");
+}
+
 TEST_F(TaskImport, AMissingPathIsAnError) {
   auto r = load_tasks((root_ / "nope").string(), {}, nullptr);
   ASSERT_FALSE(r);

@@ -37,6 +37,9 @@ SHAPE_PRESERVING_FUNCS = {"abs", "softmax", "sigmoid", "tanh", "relu", "exp", "c
 NOT_OPS = {"nn.Module", "nn.Parameter", "nn.ModuleList", "nn.ModuleDict", "nn.Sequential",
            "nn.ParameterList", "nn.ParameterDict", "nn.Identity", "torch.no_grad",
            "torch.device", "torch.Size", "torch.manual_seed"}
+# Methods that read metadata rather than compute: not operators.
+NOT_TENSOR_OPS = {"size", "dim", "numel", "item", "tolist", "type", "element_size", "stride",
+                  "is_contiguous", "data_ptr", "get_device"}
 BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "truediv",
           ast.FloorDiv: "floordiv", ast.Mod: "mod", ast.Pow: "pow", ast.MatMult: "matmul"}
 MAX_INT = 1 << 62
@@ -343,8 +346,9 @@ def model_ops(methods, aliases):
                 elif fname != "__init__" and isinstance(node.func, ast.Attribute):
                     recv = node.func.value
                     is_self = isinstance(recv, ast.Name) and recv.id == "self"
-                    if not is_self and not (isinstance(recv, ast.Call) and isinstance(recv.func, ast.Name)
-                                            and recv.func.id == "super"):
+                    is_super = (isinstance(recv, ast.Call) and isinstance(recv.func, ast.Name)
+                                and recv.func.id == "super")
+                    if not is_self and not is_super and node.func.attr not in NOT_TENSOR_OPS:
                         add("Tensor." + node.func.attr)
             elif isinstance(node, ast.BinOp) and fname != "__init__" and type(node.op) in BINOPS:
                 add("operator." + BINOPS[type(node.op)])
