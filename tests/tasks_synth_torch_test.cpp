@@ -18,8 +18,8 @@ TEST(TasksSynthTorch, ProgramsRunWithThePromisedShapes) {
   // system one (Debian's python3-torch when PATH holds another Python).
   std::string python;
   for (const char* candidate : {"python3", "/usr/bin/python3"}) {
-    const std::string probe = std::string("timeout 120 ") + candidate +
-                              " -c 'import torch' >/dev/null 2>&1";
+    const std::string probe =
+        std::string("timeout 120 ") + candidate + " -c 'import torch' >/dev/null 2>&1";
     if (std::system(probe.c_str()) == 0) {
       python = candidate;
       break;
