@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "tasks/value_class.h"
+
 namespace cuda_agent {
 namespace {
 
@@ -108,6 +110,7 @@ bool build_chain(const SynthOptions& o, int length, Rng& rng, Built& b) {
       propose_shape(first, static_cast<int>(rng.range(first.min_rank, first.max_rank)), rng);
   b.input = shape;
   b.shapes.push_back(shape);
+  ValueClass values;  // randn input: any sign, about unit scale
   for (int step = 0; step < length; ++step) {
     std::vector<std::size_t> fits;
     if (step == 0) {
@@ -118,6 +121,7 @@ bool build_chain(const SynthOptions& o, int length, Rng& rng, Built& b) {
         if (r < cat[i].min_rank || r > cat[i].max_rank) continue;
         if (cat[i].terminal && step != length - 1) continue;
         if (cat[i].name == b.ops.back()) continue;
+        if (degenerate_after(cat[i].name, values)) continue;
         fits.push_back(i);
       }
     }
@@ -132,6 +136,7 @@ bool build_chain(const SynthOptions& o, int length, Rng& rng, Built& b) {
       applied = true;
       b.code = std::move(code);
       b.ops.push_back(op.name);
+      values = value_class_after(op.name, values);
       b.flops_row += c.flops_per_row;
       b.bytes_row += c.bytes_per_row;
       b.fixed_bytes += c.fixed_bytes;

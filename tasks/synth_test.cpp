@@ -8,6 +8,7 @@
 #include <set>
 
 #include "tasks/python_validator.h"
+#include "tasks/value_class.h"
 
 namespace cuda_agent {
 namespace {
@@ -81,6 +82,45 @@ TEST(Synth, CoversTheCatalogueAndFollowsTheLengthMix) {
   EXPECT_NEAR(lengths[2] / 3000.0, 0.6, 0.04);
   EXPECT_NEAR(lengths[1] / 3000.0, 0.1, 0.03);
   EXPECT_NEAR(lengths[3] / 3000.0, 0.2, 0.03);
+}
+
+TEST(ValueClass, FlagsConstantAndNoOpSteps) {
+  const ValueClass randn;
+  const ValueClass after_logsigmoid = value_class_after("F.logsigmoid", randn);
+  EXPECT_TRUE(degenerate_after("torch.relu", after_logsigmoid));                       // all zeros
+  EXPECT_TRUE(degenerate_after("torch.abs", value_class_after("torch.relu", randn)));  // identity
+  EXPECT_TRUE(degenerate_after("F.hardshrink", value_class_after("torch.softmax", randn)));
+  EXPECT_TRUE(degenerate_after("F.hardtanh", value_class_after("torch.logsumexp", randn)));
+  EXPECT_FALSE(degenerate_after("F.hardtanh", value_class_after("torch.sum", randn)));  // any sign
+  EXPECT_FALSE(degenerate_after("torch.relu", randn));
+  EXPECT_TRUE(degenerate_after("torch.amin", value_class_after("torch.relu", randn)));
+  EXPECT_TRUE(degenerate_after("torch.logsumexp", value_class_after("torch.log_softmax", randn)));
+  // leaky_relu of values >= 0 is the identity: large values stay large, and saturate.
+  const ValueClass normed = value_class_after("torch.norm", randn);
+  EXPECT_TRUE(degenerate_after("F.hardsigmoid", value_class_after("F.leaky_relu", normed)));
+  // A normalisation layer resets the picture.
+  EXPECT_FALSE(degenerate_after(
+      "torch.relu", value_class_after("nn.LayerNorm", value_class_after("torch.relu", randn))));
+}
+
+TEST(Synth, AvoidsStepsThatMakeTheOutputConstant) {
+  SynthOptions o;
+  o.seed = 5;
+  o.length_weights = {0, 0.25, 0.25, 0.25, 0.25};
+  auto tasks = synthesize(o, 0, 3000, nullptr);
+  ASSERT_TRUE(tasks);
+  for (const SynthTask& t : *tasks) {
+    ValueClass v;
+    for (std::size_t i = 0; i < t.ops.size(); ++i) {
+      if (i > 0) {
+        EXPECT_FALSE(degenerate_after(t.ops[i], v)) << t.name << " step " << i;
+      }
+      v = value_class_after(t.ops[i], v);
+    }
+    for (std::size_t i = 1; i < t.ops.size(); ++i) {
+      EXPECT_FALSE(t.ops[i - 1] == "F.logsigmoid" && t.ops[i] == "torch.relu") << t.name;
+    }
+  }
 }
 
 // The acceptance test of the synthesizer: a few hundred programs through the validator of
