@@ -41,7 +41,7 @@ find_package(fmt REQUIRED)
 find_package(nlohmann_json REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(ZMQ REQUIRED IMPORTED_TARGET libzmq)
-# libsodium: CURVE keys and content hashes (BLAKE2b, core/content_hash.h).
+# libsodium: CURVE keys and content hashes (BLAKE2b, core/content_hash.h; SHA-256 of task sources).
 pkg_check_modules(SODIUM REQUIRED IMPORTED_TARGET libsodium)
 
 # CAF 0.17 ships no CMake config or pkg-config file.

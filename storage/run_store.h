@@ -168,6 +168,18 @@ struct ExportReport {
   std::uint64_t corrupt = 0;
   std::vector<Error> errors;  ///< the first few corrupt records' errors
 };
+/// Which tasks `scan_tasks` visits. Task ids sort as bytes, so an id prefix is a range scan; a
+/// suite is checked on each record (task ids made by tasks/task.h start with "<suite>/", so
+/// giving both, e.g. {"kernelbench/level1/", "kernelbench/level1"}, reads only that suite).
+struct TaskScan {
+  /// Only ids that start with this. Default: every task.
+  std::string id_prefix;
+  /// Only tasks whose suite is exactly this. Default: any suite.
+  std::optional<std::string> suite;
+};
+/// Called per task by scan_tasks; return false to stop the scan early.
+using TaskVisitor = std::function<bool(const TaskRecord&)>;
+
 /// Receives each JSONL line (with its trailing '\n'); an error stops the export.
 using LineSink = std::function<Status(std::string_view line)>;
 
@@ -225,6 +237,9 @@ class RunStore {
   Expected<std::optional<EvaluationRecord>> best_verified(const TaskId& task) const;
   /// best_verified for every task that has one, by task id.
   Expected<std::vector<EvaluationRecord>> best_verified_per_task() const;
+
+  /// Tasks by id (see TaskScan). A corrupt task value stops the scan with its error.
+  Status scan_tasks(const TaskScan& scan, const TaskVisitor& visit) const;
 
   Expected<std::vector<RunSummary>> list_runs() const;
   /// A run's checkpoints by step; the last is the latest.

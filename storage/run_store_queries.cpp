@@ -134,6 +134,18 @@ Expected<std::vector<EvaluationRecord>> RunStore::best_verified_per_task() const
   return out;
 }
 
+Status RunStore::scan_tasks(const TaskScan& scan, const TaskVisitor& visit) const {
+  const std::string upper = scan.id_prefix.empty() ? "" : store_keys::prefix_end(scan.id_prefix);
+  Cursor c(*impl_, Cf::kTasks, scan.id_prefix, upper);
+  for (; c.valid(); c.next()) {
+    TaskRecord t;
+    RETURN_IF_ERROR(impl_->decode(Cf::kTasks, c.key(), c.value(), &t));
+    if (scan.suite && t.suite != *scan.suite) continue;
+    if (!visit(t)) return Status::ok();
+  }
+  return c.status();
+}
+
 Expected<std::vector<RunSummary>> RunStore::list_runs() const {
   std::map<std::string, RunSummary> runs;
   {

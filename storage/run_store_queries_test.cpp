@@ -248,6 +248,42 @@ TEST(RunStoreEvaluations, BestVerifiedSolutionPerTask) {
   EXPECT_EQ(all->at(1).evaluation_id.value(), "e");
 }
 
+TEST(RunStoreTasks, ScanByIdPrefixAndSuiteStopsWhenAsked) {
+  TempDir tmp("tasks");
+  auto store = std::move(RunStore::open(store_at(tmp.sub("s")), StoreMode::kWrite)).value();
+  StoreWrite w;
+  auto task = [&](const char* id, const char* suite) {
+    TaskRecord t;
+    t.task_id = TaskId{id};
+    t.suite = suite;
+    t.body = std::string("body of ") + id;
+    w.tasks.push_back(t);
+  };
+  task("kb/l1/a", "kb/l1");
+  task("kb/l1/b", "kb/l1");
+  task("kb/l10/c", "kb/l10");  // shares the byte prefix "kb/l1" but not "kb/l1/"
+  task("kb/l2/d", "kb/l2");
+  task("synth/e", "synth");
+  ASSERT_TRUE(store->write(std::move(w), 10s));
+  auto ids = [&](const TaskScan& scan, std::size_t stop_after = 100) {
+    std::vector<std::string> out;
+    Status s = store->scan_tasks(scan, [&](const TaskRecord& t) {
+      EXPECT_EQ(t.body, "body of " + t.task_id.value());
+      out.push_back(t.task_id.value());
+      return out.size() < stop_after;
+    });
+    EXPECT_TRUE(s) << s.error().to_string();
+    return out;
+  };
+  using V = std::vector<std::string>;
+  EXPECT_EQ(ids({}), (V{"kb/l1/a", "kb/l1/b", "kb/l10/c", "kb/l2/d", "synth/e"}));
+  EXPECT_EQ(ids({.id_prefix = "kb/l1"}), (V{"kb/l1/a", "kb/l1/b", "kb/l10/c"}));
+  EXPECT_EQ(ids({.id_prefix = "kb/l1/", .suite = "kb/l1"}), (V{"kb/l1/a", "kb/l1/b"}));
+  EXPECT_EQ(ids({.suite = "kb/l2"}), (V{"kb/l2/d"}));
+  EXPECT_EQ(ids({.suite = "none"}), V{});
+  EXPECT_EQ(ids({}, 2), (V{"kb/l1/a", "kb/l1/b"}));
+}
+
 TEST(RunStoreRetention, CheckpointsInStepOrderAndMetricsPastTheirTtlDropAtCompaction) {
   TempDir tmp("ttl");
   StoreOptions o = store_at(tmp.sub("s"));

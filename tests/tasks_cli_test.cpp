@@ -1,0 +1,143 @@
+// `cuda-agent tasks import|synth|list|show` run as a user runs them: a directory of broken task
+// files imports the good ones and names each bad one; synthesized sets are reproducible across
+// processes and re-importing changes nothing. The KernelBench import is tasks_kernelbench_test.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "storage/store_test_util.h"
+#include "tests/cli_runner.h"
+
+namespace cuda_agent {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::CmdResult;
+using testing::TempDir;
+
+CmdResult run(const std::string& args) { return testing::run_cli(args); }
+
+bool has(const CmdResult& r, const std::string& text) {
+  return r.output.find(text) != std::string::npos;
+}
+
+void write(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary) << text;
+}
+
+std::string read(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+const char* kGood = R"(import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, scale):
+        super().__init__()
+        self.scale = scale
+
+    def forward(self, x):
+        return torch.relu(x) * self.scale
+
+def get_inputs():
+    return [torch.randn(128, 4096)]
+
+def get_init_inputs():
+    return [2.0]
+)";
+
+TEST(TasksCli, ImportsTheGoodFilesAndNamesEachBadOne) {
+  TempDir tmp("tasks_cli_broken");
+  const fs::path set = fs::path(tmp.path()) / "broken";
+  std::string good2 = kGood;
+  good2.replace(good2.find("relu"), 4, "tanh");
+  write(set / "good_relu.py", kGood);
+  write(set / "nested" / "good_tanh.py", good2);
+  write(set / "syntax.py", "class Model(nn.Module:\n    pass\n");
+  write(set / "no_model.py",
+        "import torch\ndef get_inputs():\n    return []\n"
+        "def get_init_inputs():\n    return []\n");
+  std::string no_inputs = kGood;
+  no_inputs.replace(no_inputs.find("def get_inputs"), 14, "def inputs_for");
+  write(set / "no_get_inputs.py", no_inputs);
+  write(set / "garbage.py", std::string("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", 16));
+  write(set / "empty.py", "");
+  write(set / "huge.py", std::string(kGood) + "# " + std::string(3 << 20, 'x') + "\n");
+  const std::string store = tmp.sub("store");
+
+  CmdResult r = run("tasks import " + set.string() + " --store " + store);
+  EXPECT_EQ(r.exit_code, 1) << r.output;  // the job ran, some files failed
+  EXPECT_TRUE(has(r, "imported 2, unchanged 0, failed 6 (of 8 files and rows)")) << r.output;
+  const std::string at = "cuda-agent: " + set.string() + "/";
+  EXPECT_TRUE(has(r, at + "syntax.py: syntax error at line 1")) << r.output;
+  EXPECT_TRUE(has(r, at + "no_model.py: no class Model")) << r.output;
+  EXPECT_TRUE(has(r, at + "no_get_inputs.py: no function get_inputs")) << r.output;
+  EXPECT_TRUE(has(r, at + "garbage.py: contains a NUL byte at offset 8")) << r.output;
+  EXPECT_TRUE(has(r, at + "empty.py: is empty")) << r.output;
+  EXPECT_TRUE(has(r, at + "huge.py: is 3072 KiB, over the limit of 1024 KiB")) << r.output;
+
+  r = run("tasks import " + set.string() + " --store " + store + " --json");
+  EXPECT_EQ(r.exit_code, 1);
+  const auto j = nlohmann::json::parse(r.output.substr(r.output.find('{')), nullptr, false);
+  ASSERT_TRUE(j.is_object()) << r.output;
+  EXPECT_EQ(j["imported"], 0);
+  EXPECT_EQ(j["unchanged"], 2);
+  EXPECT_EQ(j["failures"].size(), 6u);
+
+  r = run("tasks list --store " + store + " --json");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(has(r, "\"id\":\"broken/good_relu-")) << r.output;
+  EXPECT_TRUE(has(r, "\"id\":\"broken/nested/good_tanh-")) << r.output;
+  EXPECT_TRUE(has(r, "\"ops\":[\"torch.relu\",\"operator.mul\"]")) << r.output;
+}
+
+TEST(TasksCli, SynthIsReproducibleAcrossProcessesAndStoresValidatedTasks) {
+  TempDir tmp("tasks_cli_synth");
+  const std::string a = tmp.sub("a"), b = tmp.sub("b"), store = tmp.sub("store");
+  CmdResult r = run("tasks synth --count 60 --seed 99 --out " + a + " --store " + store);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(has(r, "synthesized 60 tasks (seed 99, first 0)")) << r.output;
+  EXPECT_TRUE(has(r, "stored 60 new, 0 unchanged, 0 failed validation")) << r.output;
+  r = run("tasks synth --count 30 --first 30 --seed 99 --out " + b + " --store " + store);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(has(r, "stored 0 new, 30 unchanged")) << r.output;
+  int compared = 0;
+  for (const auto& e : fs::directory_iterator(b)) {
+    EXPECT_EQ(read(e.path()), read(fs::path(a) / e.path().filename())) << e.path();
+    ++compared;
+  }
+  EXPECT_EQ(compared, 30);
+  // The written files import as the same tasks (same suite, name and content: same ids).
+  r = run("tasks import " + a + " --suite synth --store " + store);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(has(r, "imported 0, unchanged 60")) << r.output;
+  r = run("tasks list --suite synth --store " + store);
+  EXPECT_TRUE(has(r, "60 tasks")) << r.output;
+}
+
+TEST(TasksCli, BadArgumentsExitTwoWithTheReason) {
+  TempDir tmp("tasks_cli_args");
+  CmdResult r = run("tasks synth --count 3 --mix 2:1,7:1 --out " + tmp.sub("o"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(has(r, "\"7:1\" has a length outside 1..5")) << r.output;
+  r = run("tasks synth --count 3");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(has(r, "needs --out DIR, --store DIR or both")) << r.output;
+  r = run("tasks import " + tmp.sub("missing") + " --store " + tmp.sub("s"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(has(r, "cannot import " + tmp.sub("missing") + ": no such file")) << r.output;
+  r = run("tasks show nope/x-0 --store " + tmp.sub("s2"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+}
+
+}  // namespace
+}  // namespace cuda_agent
