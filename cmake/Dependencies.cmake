@@ -41,6 +41,10 @@ find_package(fmt REQUIRED)
 find_package(nlohmann_json REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(ZMQ REQUIRED IMPORTED_TARGET libzmq)
+# The tokenizer (model/tokenizer.h): PCRE2 for the pre-tokenizer regexes (JIT), ICU for NFC and
+# Unicode character classes.
+pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
+pkg_check_modules(ICU REQUIRED IMPORTED_TARGET icu-uc)
 
 # CAF 0.17 ships no CMake config or pkg-config file.
 find_path(CAF_INCLUDE_DIR caf/all.hpp REQUIRED)
