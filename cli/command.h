@@ -26,5 +26,6 @@ void add_keys_commands(CLI::App& app, CommandResult& result);  // keys generate
 void add_gpu_commands(CLI::App& app, CommandResult& result);   // gpu list|check
 void add_store_commands(CLI::App& app,
                         CommandResult& result);  // runs list|show, trajectories export|show
+void add_model_commands(CLI::App& app, CommandResult& result);  // model tokenize|init-tokenizer
 
 }  // namespace cuda_agent::cli

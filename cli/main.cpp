@@ -49,6 +49,7 @@ int main(int argc, char** argv) {
   cli::add_keys_commands(app, result);
   cli::add_gpu_commands(app, result);
   cli::add_store_commands(app, result);
+  cli::add_model_commands(app, result);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
