@@ -33,7 +33,8 @@ ThreadMatchState& thread_state() {
 std::string pcre_message(int code) {
   PCRE2_UCHAR buffer[256];
   int n = pcre2_get_error_message(code, buffer, sizeof(buffer));
-  return n < 0 ? "PCRE2 error " + std::to_string(code) : std::string(reinterpret_cast<char*>(buffer));
+  return n < 0 ? "PCRE2 error " + std::to_string(code)
+               : std::string(reinterpret_cast<char*>(buffer));
 }
 
 std::size_t utf8_length(unsigned char lead) {
@@ -97,8 +98,8 @@ Expected<std::shared_ptr<const PcreRegex>> PcreRegex::compile(std::string_view p
   std::uint32_t options = PCRE2_UTF | PCRE2_UCP | PCRE2_NO_UTF_CHECK;
   if (literal) options |= PCRE2_LITERAL;
   pcre2_code* code =
-      pcre2_compile(reinterpret_cast<PCRE2_SPTR>(re->pattern_.data()), re->pattern_.size(),
-                    options, &error_code, &error_offset, nullptr);
+      pcre2_compile(reinterpret_cast<PCRE2_SPTR>(re->pattern_.data()), re->pattern_.size(), options,
+                    &error_code, &error_offset, nullptr);
   if (code == nullptr) {
     return make_error(ErrorCategory::kInvalidInput, "tokenizer.bad_regex",
                       std::string(where) + ": pattern does not compile at offset " +
@@ -138,7 +139,8 @@ Status PcreRegex::find_all(std::string_view text, std::vector<MatchSpan>& out) c
       start = end;
     } else {
       // Empty match: the next search starts one character later, as Oniguruma's iterator does.
-      start = begin + utf8_length(static_cast<unsigned char>(text[begin < text.size() ? begin : 0]));
+      start =
+          begin + utf8_length(static_cast<unsigned char>(text[begin < text.size() ? begin : 0]));
     }
   }
   return Status::ok();

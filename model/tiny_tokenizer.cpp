@@ -129,9 +129,9 @@ struct Added {
   bool special;
 };
 constexpr Added kAdded[] = {
-    {"<|endoftext|>", true},   {"<|im_start|>", true},     {"<|im_end|>", true},
-    {"<tool_call>", false},    {"</tool_call>", false},    {"<tool_response>", false},
-    {"</tool_response>", false}, {"<think>", false},       {"</think>", false},
+    {"<|endoftext|>", true},     {"<|im_start|>", true},  {"<|im_end|>", true},
+    {"<tool_call>", false},      {"</tool_call>", false}, {"<tool_response>", false},
+    {"</tool_response>", false}, {"<think>", false},      {"</think>", false},
 };
 
 }  // namespace

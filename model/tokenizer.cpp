@@ -56,8 +56,8 @@ void split_added(const TokenizerData& d, const std::vector<std::uint32_t>& candi
     std::size_t stop = pos + best_len;
     pos = stop;
     if (start < start_offset) continue;  // inside whitespace an rstrip already took
-    if (best->single_word && (ends_with_word_char(text.substr(0, start)) ||
-                              starts_with_word_char(text.substr(stop)))) {
+    if (best->single_word &&
+        (ends_with_word_char(text.substr(0, start)) || starts_with_word_char(text.substr(stop)))) {
       continue;
     }
     if (best->lstrip) {
@@ -189,8 +189,8 @@ Expected<std::vector<TokenId>> Tokenizer::encode(std::string_view text,
   const TokenizerData& d = *data_;
   if (auto bad = first_invalid_utf8(text)) {
     return make_error(ErrorCategory::kInvalidInput, "tokenizer.invalid_utf8",
-                      "text to encode is not valid UTF-8 at byte " + std::to_string(*bad) +
-                          " of " + std::to_string(text.size()));
+                      "text to encode is not valid UTF-8 at byte " + std::to_string(*bad) + " of " +
+                          std::to_string(text.size()));
   }
   std::vector<TokenId> ids;
   ids.reserve(text.size() / 3 + 4);

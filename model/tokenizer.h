@@ -51,7 +51,7 @@ using TokenId = std::uint32_t;
 struct AddedToken {
   TokenId id = 0;
   std::string content;
-  bool special = false;     ///< control token (<|im_start|>); `decode(skip_special)` drops it
+  bool special = false;  ///< control token (<|im_start|>); `decode(skip_special)` drops it
   bool single_word = false;
   bool lstrip = false;
   bool rstrip = false;
@@ -80,8 +80,7 @@ class Tokenizer {
   /// `skip_special` special ones give nothing. An id out of range is an Error.
   Expected<std::string> decode(std::span<const TokenId> ids, bool skip_special = false) const;
   /// As `decode`, then invalid UTF-8 replaced by U+FFFD (what `tokenizers` returns).
-  Expected<std::string> decode_lossy(std::span<const TokenId> ids,
-                                     bool skip_special = false) const;
+  Expected<std::string> decode_lossy(std::span<const TokenId> ids, bool skip_special = false) const;
 
   /// The id of a vocab entry or added token, by its tokenizer.json spelling.
   std::optional<TokenId> token_to_id(std::string_view token) const;

@@ -50,7 +50,7 @@ struct TokenizerData {
   std::unordered_map<std::string, TokenId> id_by_spelling;
   std::vector<std::string> spelling;  // "" for unused ids
   std::vector<std::string> bytes;
-  std::vector<std::uint8_t> flags;    // kUsed | kSpecial | kAdded
+  std::vector<std::uint8_t> flags;  // kUsed | kSpecial | kAdded
   static constexpr std::uint8_t kUsed = 1, kSpecial = 2, kAdded = 4;
 
   std::vector<AddedToken> added;

@@ -55,8 +55,8 @@ class Loader {
     const json& m = *it;
     ASSIGN_OR_RETURN(std::string type, type_of(m, "model"));
     if (type != "BPE") return unsupported("model.type", "'" + type + "' (only BPE)");
-    if (auto dr = m.find("dropout"); dr != m.end() && !dr->is_null() &&
-                                     !(dr->is_number() && dr->get<double>() == 0.0)) {
+    if (auto dr = m.find("dropout");
+        dr != m.end() && !dr->is_null() && !(dr->is_number() && dr->get<double>() == 0.0)) {
       return unsupported("model.dropout", "BPE dropout");
     }
     for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
@@ -114,8 +114,8 @@ class Loader {
         if (found == vocab->end()) return malformed(path, "'" + name + "' is not in model.vocab");
       }
       std::uint64_t key = (std::uint64_t{l->get<TokenId>()} << 32) | r->get<TokenId>();
-      d.merges.emplace(key, TokenizerData::Merge{static_cast<std::uint32_t>(rank),
-                                                 lr->get<TokenId>()});
+      d.merges.emplace(key,
+                       TokenizerData::Merge{static_cast<std::uint32_t>(rank), lr->get<TokenId>()});
     }
     return Status::ok();
   }
@@ -143,8 +143,7 @@ class Loader {
       ASSIGN_OR_RETURN(a.lstrip, flag(t, path, "lstrip", false));
       ASSIGN_OR_RETURN(a.rstrip, flag(t, path, "rstrip", false));
       ASSIGN_OR_RETURN(a.normalized, flag(t, path, "normalized", !a.special));
-      set_id(d, a.id, a.content,
-             TokenizerData::kAdded | (a.special ? TokenizerData::kSpecial : 0));
+      set_id(d, a.id, a.content, TokenizerData::kAdded | (a.special ? TokenizerData::kSpecial : 0));
       d.bytes[a.id] = a.content;
       std::string normalized = a.content;
       if (d.nfc) RETURN_IF_ERROR(nfc_normalize(a.content, normalized));
@@ -199,11 +198,12 @@ class Loader {
     const json& text = regex != pattern->end() ? *regex : *literal;
     if ((regex == pattern->end() && literal == pattern->end()) || !text.is_string())
       return malformed(path + ".pattern", "expected {\"Regex\": ...} or {\"String\": ...}");
-    ASSIGN_OR_RETURN(step.regex, PcreRegex::compile(text.get<std::string>(),
-                                                    regex == pattern->end(),
-                                                    origin_ + ": " + path + ".pattern"));
+    ASSIGN_OR_RETURN(step.regex,
+                     PcreRegex::compile(text.get<std::string>(), regex == pattern->end(),
+                                        origin_ + ": " + path + ".pattern"));
     auto behavior = p.find("behavior");
-    std::string b = behavior != p.end() && behavior->is_string() ? behavior->get<std::string>() : "";
+    std::string b =
+        behavior != p.end() && behavior->is_string() ? behavior->get<std::string>() : "";
     if (b == "Removed") {
       step.remove_matches = true;
     } else if (b != "Isolated") {
@@ -242,8 +242,7 @@ class Loader {
         return unsupported(path + ".type", "pre-tokenizer '" + t + "' (only Split, ByteLevel)");
       }
     }
-    if (d.pre_tokenize.empty() ||
-        d.pre_tokenize.back().kind != PreTokenizeStep::Kind::kByteLevel)
+    if (d.pre_tokenize.empty() || d.pre_tokenize.back().kind != PreTokenizeStep::Kind::kByteLevel)
       return unsupported("pre_tokenizer", "no ByteLevel step; only byte-level BPE is supported");
     return Status::ok();
   }
@@ -275,7 +274,8 @@ class Loader {
       }
       if (!piece.contains("SpecialToken") || !piece["SpecialToken"].is_object() ||
           !piece["SpecialToken"].contains("id") || !piece["SpecialToken"]["id"].is_string())
-        return malformed(ppath, "expected {\"SpecialToken\": {\"id\": ...}} or {\"Sequence\": ...}");
+        return malformed(ppath,
+                         "expected {\"SpecialToken\": {\"id\": ...}} or {\"Sequence\": ...}");
       std::string name = piece["SpecialToken"]["id"].get<std::string>();
       if (specials == p.end() || !specials->is_object() || !specials->contains(name) ||
           !(*specials)[name].contains("ids") || !(*specials)[name]["ids"].is_array())

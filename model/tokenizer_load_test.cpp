@@ -22,8 +22,7 @@ void expect_refused(const nlohmann::json& j, const std::string& code, const std:
   ASSERT_FALSE(t) << "loaded: " << j.dump().substr(0, 200);
   EXPECT_EQ(t.error().code, code) << t.error().to_string();
   EXPECT_EQ(t.error().category, ErrorCategory::kInvalidInput);
-  EXPECT_NE(t.error().message.find("bad.json: " + path), std::string::npos)
-      << t.error().message;
+  EXPECT_NE(t.error().message.find("bad.json: " + path), std::string::npos) << t.error().message;
 }
 
 TEST(TokenizerLoadTest, RefusesMalformedFiles) {

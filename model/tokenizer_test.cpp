@@ -12,8 +12,8 @@
 namespace cuda_agent {
 namespace {
 
-using ::testing::ElementsAre;
 using testing::added_token;
+using ::testing::ElementsAre;
 using testing::HandTokenizer;
 
 Tokenizer load(const HandTokenizer& h) {
@@ -31,9 +31,8 @@ std::vector<TokenId> enc(const Tokenizer& t, std::string_view s, bool specials =
 HandTokenizer hello_world() {
   HandTokenizer h;
   // ids 256..262, then 263 for "  " and 264 for "\n\n".
-  h.merges = {{"h", "e"}, {"l", "l"}, {"he", "ll"}, {"hell", "o"},
-              {" ", "w"}, {"o", "r"}, {" w", "or"}, {" ", " "},
-              {"\n", "\n"}};
+  h.merges = {{"h", "e"}, {"l", "l"},   {"he", "ll"}, {"hell", "o"}, {" ", "w"},
+              {"o", "r"}, {" w", "or"}, {" ", " "},   {"\n", "\n"}};
   return h;
 }
 
@@ -118,9 +117,9 @@ TEST(TokenizerTest, TemplateProcessingAddsBosOnlyWhenAsked) {
 
 TEST(TokenizerTest, InvalidUtf8IsRefusedWithItsOffset) {
   Tokenizer t = load(HandTokenizer{});
-  for (std::string bad : {std::string("ok\xff"), std::string("ok\xc0\x80"),
-                          std::string("ok\xed\xa0\x80"), std::string("ok\xe4\xbd"),
-                          std::string("ok\xf4\x90\x80\x80")}) {
+  for (std::string bad :
+       {std::string("ok\xff"), std::string("ok\xc0\x80"), std::string("ok\xed\xa0\x80"),
+        std::string("ok\xe4\xbd"), std::string("ok\xf4\x90\x80\x80")}) {
     Expected<std::vector<TokenId>> ids = t.encode(bad);
     ASSERT_FALSE(ids);
     EXPECT_EQ(ids.error().code, "tokenizer.invalid_utf8");

@@ -67,8 +67,8 @@ struct HandTokenizer {
 inline nlohmann::json added_token(int id, const std::string& content, bool special,
                                   bool lstrip = false, bool rstrip = false,
                                   bool single_word = false) {
-  return {{"id", id},           {"content", content}, {"single_word", single_word},
-          {"lstrip", lstrip},   {"rstrip", rstrip},   {"normalized", false},
+  return {{"id", id},          {"content", content}, {"single_word", single_word},
+          {"lstrip", lstrip},  {"rstrip", rstrip},   {"normalized", false},
           {"special", special}};
 }
 

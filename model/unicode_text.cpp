@@ -59,8 +59,9 @@ bool is_word_char(UChar32 c) {
   if (u_hasBinaryProperty(c, UCHAR_ALPHABETIC) || u_hasBinaryProperty(c, UCHAR_JOIN_CONTROL))
     return true;
   int8_t type = u_charType(c);
-  return type == U_NON_SPACING_MARK || type == U_ENCLOSING_MARK || type == U_COMBINING_SPACING_MARK ||
-         type == U_DECIMAL_DIGIT_NUMBER || type == U_CONNECTOR_PUNCTUATION;
+  return type == U_NON_SPACING_MARK || type == U_ENCLOSING_MARK ||
+         type == U_COMBINING_SPACING_MARK || type == U_DECIMAL_DIGIT_NUMBER ||
+         type == U_CONNECTOR_PUNCTUATION;
 }
 
 }  // namespace
@@ -129,8 +130,8 @@ Status nfc_normalize(std::string_view text, std::string& out) {
     u_strFromUTF8(utf16.data(), static_cast<std::int32_t>(utf16.size()), &len16, text.data(),
                   static_cast<std::int32_t>(text.size()), &status);
   }
-  if (U_SUCCESS(status) &&
-      unorm2_spanQuickCheckYes(nfc, utf16.data(), len16, &status) == len16 && U_SUCCESS(status)) {
+  if (U_SUCCESS(status) && unorm2_spanQuickCheckYes(nfc, utf16.data(), len16, &status) == len16 &&
+      U_SUCCESS(status)) {
     out.assign(text);
     return Status::ok();
   }
