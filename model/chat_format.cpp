@@ -98,8 +98,8 @@ Expected<ChatFormat> ChatFormat::create(std::shared_ptr<const Tokenizer> tokeniz
 
 Expected<std::string> ChatFormat::render_system(std::string_view system,
                                                 std::span<const std::string> tools_json) const {
-  std::string_view prompt = system.empty() ? std::string_view(options_.default_system_prompt)
-                                           : system;
+  std::string_view prompt =
+      system.empty() ? std::string_view(options_.default_system_prompt) : system;
   if (tools_json.empty()) {
     if (prompt.empty()) return std::string();
     return "<|im_start|>system\n" + std::string(prompt) + "<|im_end|>\n";
@@ -197,9 +197,9 @@ ParsedAssistant parse_assistant(std::string_view text) {
     std::size_t body = open + kOpen.size();
     std::size_t close = text.find(kClose, body);
     if (close == std::string_view::npos) {
-      out.problems.push_back({ToolCallProblemKind::kUnterminated, open,
-                              "<tool_call> at byte " + std::to_string(open) +
-                                  " has no </tool_call>"});
+      out.problems.push_back(
+          {ToolCallProblemKind::kUnterminated, open,
+           "<tool_call> at byte " + std::to_string(open) + " has no </tool_call>"});
       break;
     }
     pos = close + kClose.size();

@@ -62,8 +62,8 @@ Status Conversation::append_sampled(std::span<const TokenId> ids) {
   const Tokenizer& tok = format_.tokenizer();
   for (std::size_t i = 0; i < ids.size(); ++i) {
     if (ids[i] >= tok.vocab_size() || !tok.id_to_token(ids[i])) {
-      return conversation_error("bad_id", "sampled id " + std::to_string(ids[i]) +
-                                              " is not in the vocabulary");
+      return conversation_error(
+          "bad_id", "sampled id " + std::to_string(ids[i]) + " is not in the vocabulary");
     }
     if (ids[i] == format_.im_end() && i + 1 != ids.size()) {
       return conversation_error("after_end", std::to_string(ids.size() - i - 1) +

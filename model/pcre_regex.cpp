@@ -2,6 +2,9 @@
 #include "model/pcre_regex.h"
 
 #include <pcre2.h>
+#include <unicode/uchar.h>
+
+#include <mutex>
 
 namespace cuda_agent {
 namespace {
@@ -44,6 +47,94 @@ std::size_t utf8_length(unsigned char lead) {
   return 4;
 }
 
+void append_utf8(std::string& out, std::uint32_t c) {
+  if (c < 0x80) {
+    out += static_cast<char>(c);
+  } else if (c < 0x800) {
+    out += static_cast<char>(0xC0 | (c >> 6));
+    out += static_cast<char>(0x80 | (c & 0x3F));
+  } else if (c < 0x10000) {
+    out += static_cast<char>(0xE0 | (c >> 12));
+    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (c & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (c >> 18));
+    out += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (c & 0x3F));
+  }
+}
+
+std::uint32_t decode_utf8_at(std::string_view s, std::size_t i) {
+  auto b = [&](std::size_t k) {
+    return static_cast<std::uint32_t>(static_cast<unsigned char>(s[k]));
+  };
+  std::uint32_t c = b(i);
+  if (c < 0x80) return c;
+  if (c < 0xE0) return ((c & 0x1F) << 6) | (b(i + 1) & 0x3F);
+  if (c < 0xF0) return ((c & 0x0F) << 12) | ((b(i + 1) & 0x3F) << 6) | (b(i + 2) & 0x3F);
+  return ((c & 0x07) << 18) | ((b(i + 1) & 0x3F) << 12) | ((b(i + 2) & 0x3F) << 6) |
+         (b(i + 3) & 0x3F);
+}
+
+// Letters (numbers) that PCRE2's Unicode tables do not know but Oniguruma's newer ones do:
+// those ICU knows (Debian 12: ICU 72 = Unicode 15.0, PCRE2 10.42 = Unicode 14.0), plus two
+// large blocks of letters from later versions (CJK extension I, 15.1; Egyptian hieroglyphs
+// extended-A, 16.0). As class members, e.g. "\x{31350}-\x{323AF}".
+struct NewerUnicode {
+  std::string letters;
+  std::string numbers;
+};
+
+std::string ranges_not_in_pcre(const std::vector<std::uint32_t>& points, const char* pcre_class) {
+  std::string text;
+  for (std::uint32_t c : points) append_utf8(text, c);
+  int error_code = 0;
+  PCRE2_SIZE error_offset = 0;
+  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pcre_class), PCRE2_ZERO_TERMINATED,
+                                   PCRE2_UTF | PCRE2_UCP, &error_code, &error_offset, nullptr);
+  std::vector<std::uint32_t> missing;
+  if (code != nullptr) {
+    pcre2_match_data* data = pcre2_match_data_create(1, nullptr);
+    std::size_t start = 0;
+    while (start < text.size() && pcre2_match(code, reinterpret_cast<PCRE2_SPTR>(text.data()),
+                                              text.size(), start, 0, data, nullptr) > 0) {
+      PCRE2_SIZE* ov = pcre2_get_ovector_pointer(data);
+      missing.push_back(decode_utf8_at(text, ov[0]));
+      start = ov[1];
+    }
+    pcre2_match_data_free(data);
+    pcre2_code_free(code);
+  }
+  std::string out;
+  char buf[48];
+  for (std::size_t i = 0; i < missing.size();) {
+    std::size_t j = i;
+    while (j + 1 < missing.size() && missing[j + 1] == missing[j] + 1) ++j;
+    std::snprintf(buf, sizeof(buf), "\\x{%X}-\\x{%X}", missing[i], missing[j]);
+    out += buf;
+    i = j + 1;
+  }
+  return out;
+}
+
+const NewerUnicode& newer_unicode() {
+  static const NewerUnicode tables = [] {
+    std::vector<std::uint32_t> letters, numbers;
+    for (UChar32 c = 0; c <= 0x10FFFF; ++c) {
+      std::uint32_t mask = U_GET_GC_MASK(c);
+      if (mask & U_GC_L_MASK) letters.push_back(static_cast<std::uint32_t>(c));
+      if (mask & U_GC_N_MASK) numbers.push_back(static_cast<std::uint32_t>(c));
+    }
+    NewerUnicode t;
+    t.letters = ranges_not_in_pcre(letters, "[^\\p{L}]");
+    t.numbers = ranges_not_in_pcre(numbers, "[^\\p{N}]");
+    t.letters += "\\x{2EBF0}-\\x{2EE5D}\\x{13460}-\\x{143FA}";
+    return t;
+  }();
+  return tables;
+}
+
 }  // namespace
 
 std::string onig_compatible_pattern(std::string_view p) {
@@ -55,7 +146,14 @@ std::string onig_compatible_pattern(std::string_view p) {
     if (c == '\\' && i + 1 < p.size()) {
       char e = p[i + 1];
       ++i;
-      if (e == 's') {
+      if ((e == 'p') && i + 3 < p.size() && p[i + 1] == '{' && p[i + 3] == '}' &&
+          (p[i + 2] == 'L' || p[i + 2] == 'N')) {
+        const NewerUnicode& newer = newer_unicode();
+        const std::string& extra = p[i + 2] == 'L' ? newer.letters : newer.numbers;
+        std::string member = std::string("\\p{") + p[i + 2] + "}" + extra;
+        out += in_class ? member : "[" + member + "]";
+        i += 3;
+      } else if (e == 's') {
         out += in_class ? "\\s\\x{85}" : "[\\s\\x{85}]";
       } else if (e == 'S' && !in_class) {
         out += "[^\\s\\x{85}]";

@@ -54,8 +54,10 @@ const ByteTables& byte_tables() {
 }
 
 // Unicode \w as the Rust regex crate defines it (what `tokenizers` checks for `single_word`).
+// Letters from Unicode versions newer than ICU's are added as model/pcre_regex.cpp adds them.
 bool is_word_char(UChar32 c) {
   if (c == '_') return true;
+  if ((c >= 0x2EBF0 && c <= 0x2EE5D) || (c >= 0x13460 && c <= 0x143FA)) return true;
   if (u_hasBinaryProperty(c, UCHAR_ALPHABETIC) || u_hasBinaryProperty(c, UCHAR_JOIN_CONTROL))
     return true;
   int8_t type = u_charType(c);

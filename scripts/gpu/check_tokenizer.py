@@ -14,11 +14,12 @@ compares the text. Prints a summary and exits 1 on any mismatch, listing the fir
   scripts/gpu/check_tokenizer.py --export cases/          # writes tokenizers + expected ids
   scripts/gpu/check_tokenizer.py build/cli/cuda-agent --expected cases/
 
-Known difference: PCRE2 10.42 (Debian 12) has Unicode 14 tables; the Oniguruma inside
-tokenizers 0.23 has Unicode 16. Code points assigned since (CJK extensions H and I, Egyptian
-hieroglyphs extended-A, Ol Onal, ...) are letters there and unassigned here, so text next to them
-splits differently. Seen 2026-12-02 with tokenizers 0.23.2: 12 mismatches in 42,000 strings, all
-of this kind (each text held such a code point; the random code points below produce them).
+Known difference: PCRE2 10.42 (Debian 12) has Unicode 14 tables, ICU 72 Unicode 15.0; the
+Oniguruma inside tokenizers 0.23 has Unicode 16. model/pcre_regex.cpp adds ICU's newer letters
+and numbers and two later blocks (CJK extension I, Egyptian hieroglyphs extended-A) to \p{L} and
+\p{N}; other code points new in 15.1/16.0 (Ol Onal, Garay, ...) are letters there and unassigned
+here. Seen 2026-12-02 with tokenizers 0.23.2: 42,000 strings over 4 tokenizers, 1 string
+mismatched (twice: with and without special tokens), next to U+1E5F0 (Ol Onal, Unicode 16).
 """
 import argparse
 import json
