@@ -5,6 +5,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+
 #include "model/pcre_regex.h"
 #include "model/tiny_tokenizer.h"
 #include "model/tokenizer_test_util.h"
@@ -206,6 +209,30 @@ TEST(TokenizerTest, TinyTokenizerIsDeterministicAndLearntCommonWords) {
   EXPECT_EQ(enc(t, " kernel").size(), 1u);
   EXPECT_EQ(enc(t, "float").size(), 1u);
   EXPECT_GT(enc(t, "xylophone").size(), 1u);
+}
+
+TEST(TokenizerTest, ConcurrentEncodesAgreeWithOneThread) {
+  Tokenizer t = tiny(true);
+  std::vector<std::string> texts;
+  for (int i = 0; i < 200; ++i)
+    texts.push_back("word" + std::to_string(i * 7919) + " kernel<<<" + std::to_string(i) + ">>> é");
+  std::vector<std::vector<TokenId>> expected;
+  for (const std::string& s : texts) expected.push_back(enc(t, s));
+  std::vector<std::thread> threads;
+  std::atomic<int> mismatches{0};
+  for (int k = 0; k < 4; ++k) {
+    threads.emplace_back([&, k] {
+      Tokenizer copy = t;  // copies share the tables and the word cache
+      for (int round = 0; round < 20; ++round) {
+        for (std::size_t i = 0; i < texts.size(); ++i) {
+          const Tokenizer& use = (i + k) % 2 ? copy : t;
+          if (*use.encode(texts[i]) != expected[i]) ++mismatches;
+        }
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  EXPECT_EQ(mismatches.load(), 0);
 }
 
 TEST(TokenizerTest, DecodeLossyReplacesPartialCharacters) {
