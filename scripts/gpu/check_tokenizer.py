@@ -2,7 +2,7 @@
 r"""Checks that `cuda-agent model tokenize` gives the same ids as Hugging Face `tokenizers`.
 
 Needs the Python `tokenizers` package (the GPU machines have it) and no network: it trains small
-byte-level BPE tokenizers locally in the Qwen2, Qwen3 and Llama-3 layouts (their pre-tokenizer
+byte-level BPE tokenizers locally in the Qwen2, Qwen3, Llama-3 and GPT-2 layouts (their pre-tokenizer
 regexes, normalizers, special and added tokens, Llama-3's ignore_merges and BOS template), saves
 each as tokenizer.json (plus the tiny one `cuda-agent model init-tokenizer` writes, which HF
 must load), generates >= 10,000 test strings per tokenizer (unicode, CJK, emoji,
@@ -21,7 +21,8 @@ and numbers and two later blocks (CJK extension I, Egyptian hieroglyphs extended
 \p{N}; other code points new in 15.1/16.0 (Ol Onal, Garay, ...) are letters there and unassigned
 here. Seen 2026-12-02 with tokenizers 0.23.2 on 52,500 strings over 5 tokenizers (qwen2, qwen3,
 llama3: 0 mismatches; strip, tiny: 1 string each, next to U+1E5F0 Ol Onal and U+16D70 Kirat Rai,
-both Unicode 16). HF loads the tiny tokenizer.json of `cuda-agent model init-tokenizer`.
+both Unicode 16); a later run of gpt2 and gpt2_prefix: 21,000 strings, 0 mismatches. HF loads
+the tiny tokenizer.json of `cuda-agent model init-tokenizer`.
 """
 import argparse
 import json
@@ -114,15 +115,20 @@ def build_tokenizers(workdir, corpus):
     from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers
     from tokenizers import pre_tokenizers, processors, trainers
 
-    def byte_level_bpe(pattern, nfc, special, added, ignore_merges, bos=None, strip_tokens=False):
+    def byte_level_bpe(pattern, nfc, special, added, ignore_merges, bos=None, strip_tokens=False,
+                       prefix_space=False):
         kwargs = {"ignore_merges": True} if ignore_merges else {}
         tok = Tokenizer(models.BPE(**kwargs))
         if nfc:
             tok.normalizer = normalizers.NFC()
-        tok.pre_tokenizer = pre_tokenizers.Sequence([
-            pre_tokenizers.Split(Regex(pattern), behavior="isolated", invert=False),
-            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-        ])
+        if pattern is None:  # GPT-2 style: ByteLevel alone, with its own regex
+            tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=prefix_space,
+                                                         use_regex=True)
+        else:
+            tok.pre_tokenizer = pre_tokenizers.Sequence([
+                pre_tokenizers.Split(Regex(pattern), behavior="isolated", invert=False),
+                pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+            ])
         tok.decoder = decoders.ByteLevel()
         trainer = trainers.BpeTrainer(vocab_size=3000, min_frequency=2, show_progress=False,
                                       initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
@@ -154,6 +160,10 @@ def build_tokenizers(workdir, corpus):
                        ignore_merges=True, bos="<|begin_of_text|>"),
         "strip": dict(pattern=QWEN2_PATTERN, nfc=True, special=QWEN_SPECIAL, added=[],
                       ignore_merges=False, strip_tokens=True),
+        "gpt2": dict(pattern=None, nfc=False, special=["<|endoftext|>"], added=[],
+                     ignore_merges=False),
+        "gpt2_prefix": dict(pattern=None, nfc=False, special=["<|endoftext|>"], added=[],
+                            ignore_merges=False, prefix_space=True),
     }
     built = {}
     for name, spec in specs.items():
