@@ -96,17 +96,17 @@ Expected<ChatFormat> ChatFormat::create(std::shared_ptr<const Tokenizer> tokeniz
   return f;
 }
 
-Expected<std::string> ChatFormat::render_system(std::string_view system,
+Expected<std::string> ChatFormat::render_system(std::optional<std::string_view> system,
                                                 std::span<const std::string> tools_json) const {
-  std::string_view prompt =
-      system.empty() ? std::string_view(options_.default_system_prompt) : system;
+  std::string_view prompt = system ? *system : std::string_view(options_.default_system_prompt);
+  bool none = !system && prompt.empty();  // no system message and no default (Qwen3)
   if (tools_json.empty()) {
-    if (prompt.empty()) return std::string();
+    if (none) return std::string();
     return "<|im_start|>system\n" + std::string(prompt) + "<|im_end|>\n";
   }
   std::string out = "<|im_start|>system\n" + std::string(prompt);
-  // Qwen3's template has no default prompt and then starts the tools block without the gap.
-  out += prompt.empty() ? kToolsHeader.substr(2) : kToolsHeader;
+  // Qwen3's template, with no system message, starts the tools block without the gap.
+  out += none ? kToolsHeader.substr(2) : kToolsHeader;
   for (std::size_t i = 0; i < tools_json.size(); ++i) {
     ordered j;
     std::string error;
@@ -155,7 +155,7 @@ Expected<std::string> ChatFormat::render(std::span<const ChatMessage> messages,
                                          std::span<const std::string> tools_json,
                                          bool add_generation_prompt) const {
   std::size_t first = 0;
-  std::string_view system;
+  std::optional<std::string_view> system;
   if (!messages.empty() && messages[0].role == ChatRole::kSystem) {
     system = messages[0].content;
     first = 1;

@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -62,10 +63,11 @@ class ChatFormat {
   static Expected<ChatFormat> create(std::shared_ptr<const Tokenizer> tokenizer,
                                      ChatFormatOptions options = {});
 
-  /// The system turn: `system` (or the default), then the tools block when `tools_json` (each
+  /// The system turn: `system` (nullopt: the default prompt; an empty prompt stays empty, as
+  /// the template renders an empty system message), then the tools block when `tools_json` (each
   /// a JSON object: a function signature) is not empty. Empty string when there is nothing to
-  /// say (no system prompt, no default, no tools). Errors: a tool that is not a JSON object.
-  Expected<std::string> render_system(std::string_view system,
+  /// say (no system message, no default, no tools). Errors: a tool that is not a JSON object.
+  Expected<std::string> render_system(std::optional<std::string_view> system,
                                       std::span<const std::string> tools_json) const;
   /// One user, assistant (with its tool calls) or later system message. Tool results go
   /// through `render_tool_results`.

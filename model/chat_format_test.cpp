@@ -68,6 +68,11 @@ TEST(ChatFormatTest, RendersToolsBlockAndMergesToolResults) {
       "</tool_response><|im_end|>\n"
       "<|im_start|>assistant\n");
   EXPECT_FALSE(f.render_system("", std::vector<std::string>{"[1]"}));
+  // An explicit empty system message stays empty; no system message takes the default.
+  EXPECT_EQ(*f.render_system("", {}), "<|im_start|>system\n<|im_end|>\n");
+  EXPECT_EQ(*f.render_system(std::nullopt, {}),
+            "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful "
+            "assistant.<|im_end|>\n");
 }
 
 TEST(ChatFormatTest, PythonJsonDumpsKeepsOrderAndUnicode) {
@@ -173,7 +178,7 @@ TEST(ConversationTest, SampledTokensAreKeptVerbatim) {
 
 TEST(ConversationTest, TruncatedTurnIsClosedWithUnmaskedEnd) {
   ChatFormat f = make_format({.default_system_prompt = ""});
-  Expected<Conversation> c = Conversation::start(f, "", {});
+  Expected<Conversation> c = Conversation::start(f, std::nullopt, {});
   ASSERT_TRUE(c);
   EXPECT_TRUE(c->ids().empty());  // no system prompt, no tools: no system turn (Qwen3)
   ASSERT_TRUE(c->append_generation_prompt());

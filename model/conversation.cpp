@@ -9,7 +9,8 @@ Error conversation_error(std::string code, std::string message) {
 
 }  // namespace
 
-Expected<Conversation> Conversation::start(const ChatFormat& format, std::string_view system,
+Expected<Conversation> Conversation::start(const ChatFormat& format,
+                                           std::optional<std::string_view> system,
                                            std::span<const std::string> tools_json) {
   Conversation c(format);
   ASSIGN_OR_RETURN(c.newline_, format.tokenizer().encode("\n"));

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -43,9 +44,11 @@ struct ConversationTurn {
 
 class Conversation {
  public:
-  /// Starts with the system turn (the system prompt and the tools block; see
-  /// ChatFormat::render_system). Errors: a tool that is not a JSON object; tokenizer errors.
-  static Expected<Conversation> start(const ChatFormat& format, std::string_view system,
+  /// Starts with the system turn (the system prompt, nullopt for the default, and the tools
+  /// block; see ChatFormat::render_system). Errors: a tool that is not a JSON object; tokenizer
+  /// errors.
+  static Expected<Conversation> start(const ChatFormat& format,
+                                      std::optional<std::string_view> system,
                                       std::span<const std::string> tools_json);
 
   /// Appends a rendered user, system or assistant message (mask 0: text the model did not
