@@ -187,9 +187,21 @@ std::string_view to_string(ToolCallProblemKind kind) {
 
 ParsedAssistant parse_assistant(std::string_view text) {
   constexpr std::string_view kOpen = "<tool_call>", kClose = "</tool_call>";
+  constexpr std::string_view kThink = "<think>", kThinkEnd = "</think>";
   ParsedAssistant out;
   std::string content;
   std::size_t pos = 0;
+  std::size_t think = text.find(kThink);
+  std::size_t think_end = text.find(kThinkEnd);
+  if (think_end != std::string_view::npos) {
+    std::size_t from =
+        think != std::string_view::npos && think < think_end ? think + kThink.size() : 0;
+    out.reasoning = std::string(trim(text.substr(from, think_end - from)));
+    pos = think_end + kThinkEnd.size();
+  } else if (think != std::string_view::npos && trim(text.substr(0, think)).empty()) {
+    out.reasoning = std::string(trim(text.substr(think + kThink.size())));
+    return out;
+  }
   while (pos <= text.size()) {
     std::size_t open = text.find(kOpen, pos);
     content += text.substr(pos, open == std::string_view::npos ? text.size() - pos : open - pos);

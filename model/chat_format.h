@@ -115,15 +115,19 @@ struct ToolCallProblem {
   std::string message;     ///< for the model and for people: what is wrong
 };
 
-/// An assistant reply split into prose and tool calls.
+/// An assistant reply split into reasoning, prose and tool calls.
 struct ParsedAssistant {
-  std::string content;                    ///< text outside the tool-call blocks, trimmed
+  std::string reasoning;  ///< Qwen3-style <think>...</think> text, trimmed; tool calls in it
+                          ///< do not count
+  std::string content;    ///< text outside the reasoning and the tool-call blocks, trimmed
   std::vector<ChatToolCall> tool_calls;   ///< well-formed calls, in order
   std::vector<ToolCallProblem> problems;  ///< malformed blocks, in order
 };
 
 /// Parses generated assistant text (without <|im_end|>). Never fails: malformed blocks become
-/// `problems` and parsing goes on after them; an unterminated block ends the parse.
+/// `problems` and parsing goes on after them; an unterminated block ends the parse. Reasoning is
+/// what precedes "</think>" (after "<think>" if present; Qwen3's prompt may already hold the
+/// opening tag), or all that follows a "<think>" that is never closed.
 ParsedAssistant parse_assistant(std::string_view text);
 
 }  // namespace cuda_agent

@@ -112,6 +112,22 @@ TEST(ChatFormatTest, ParsesToolCallsAndReportsMalformedOnes) {
   EXPECT_EQ(p.tool_calls[0].name, "ok");
   EXPECT_EQ(p.content, "tail");
   EXPECT_TRUE(parse_assistant("").tool_calls.empty());
+
+  // Qwen3 reasoning: a tool call inside <think> does not count; offsets stay absolute.
+  p = parse_assistant(
+      "<think>\nmaybe <tool_call>{\"name\": \"x\"}</tool_call>?\n</think>\n\nOK "
+      "<tool_call>{\"name\": \"compile\", \"arguments\": {}}</tool_call> <tool_call>{}");
+  EXPECT_EQ(p.reasoning, "maybe <tool_call>{\"name\": \"x\"}</tool_call>?");
+  EXPECT_EQ(p.content, "OK");
+  ASSERT_EQ(p.tool_calls.size(), 1u);
+  EXPECT_EQ(p.tool_calls[0].name, "compile");
+  ASSERT_EQ(p.problems.size(), 1u);
+  EXPECT_EQ(p.problems[0].offset, 125u);
+  EXPECT_EQ(parse_assistant("thinking without the open tag</think>done").reasoning,
+            "thinking without the open tag");
+  p = parse_assistant("<think>still thinking <tool_call>{\"name\": \"x\", \"arguments\": {}}");
+  EXPECT_EQ(p.reasoning, "still thinking <tool_call>{\"name\": \"x\", \"arguments\": {}}");
+  EXPECT_TRUE(p.tool_calls.empty() && p.problems.empty() && p.content.empty());
 }
 
 TEST(ConversationTest, PiecesEncodeLikeTheWholeRenderedText) {

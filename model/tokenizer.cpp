@@ -293,6 +293,13 @@ const std::vector<AddedToken>& Tokenizer::added_tokens() const { return data_->a
 bool Tokenizer::is_special(TokenId id) const {
   return id < data_->flags.size() && (data_->flags[id] & TokenizerData::kSpecial);
 }
+std::vector<TokenId> Tokenizer::special_ids() const {
+  std::vector<TokenId> ids;
+  for (const AddedToken& a : data_->added) {
+    if (a.special) ids.push_back(a.id);
+  }
+  return ids;
+}
 const std::string& Tokenizer::origin() const { return data_->origin; }
 
 }  // namespace cuda_agent

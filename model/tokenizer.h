@@ -92,6 +92,8 @@ class Tokenizer {
   /// The added tokens, in tokenizer.json order.
   const std::vector<AddedToken>& added_tokens() const;
   bool is_special(TokenId id) const;
+  /// Ids of the special added tokens (<|im_start|>, <|endoftext|>, ...), in tokenizer.json order.
+  std::vector<TokenId> special_ids() const;
   /// The file or origin it was loaded from.
   const std::string& origin() const;
 

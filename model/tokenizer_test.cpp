@@ -78,6 +78,7 @@ TEST(TokenizerTest, AddedTokensAreCutOutBeforePreTokenization) {
   EXPECT_THAT(enc(t, "a<|imx"), ElementsAre('a', 303, 'x'));
   EXPECT_THAT(enc(t, "x<tool_call>y"), ElementsAre('x', 302, 'y'));
   EXPECT_TRUE(t.is_special(300));
+  EXPECT_THAT(t.special_ids(), ElementsAre(300, 301));
   EXPECT_FALSE(t.is_special(302));
   EXPECT_EQ(*t.decode(std::vector<TokenId>{300, 259, 301}), "<|im_start|>hello<|im_end|>");
   EXPECT_EQ(*t.decode(std::vector<TokenId>{300, 259, 301}, /*skip_special=*/true), "hello");
