@@ -72,6 +72,8 @@ class Loader {
     if (vocab == m.end() || !vocab->is_object())
       return malformed("model.vocab", "missing or not an object");
     std::string raw;
+    d.id_by_spelling.reserve(vocab->size() + 1024);
+    d.vocab_by_bytes.reserve(vocab->size());
     for (auto v = vocab->begin(); v != vocab->end(); ++v) {
       if (!v->is_number_unsigned() || v->get<std::uint64_t>() > 0x7fffffffULL)
         return malformed("model.vocab[\"" + v.key() + "\"]", "id is not a non-negative integer");
@@ -92,6 +94,7 @@ class Loader {
     auto merges = m.find("merges");
     if (merges == m.end() || !merges->is_array())
       return malformed("model.merges", "missing or not an array");
+    d.merges.reserve(merges->size());
     for (std::size_t rank = 0; rank < merges->size(); ++rank) {
       const json& e = (*merges)[rank];
       const std::string path = "model.merges[" + std::to_string(rank) + "]";
@@ -109,13 +112,16 @@ class Loader {
       } else {
         return malformed(path, "expected \"a b\" or [\"a\", \"b\"]");
       }
-      auto l = vocab->find(left), r = vocab->find(right), lr = vocab->find(left + right);
-      for (const auto& [found, name] : {std::pair{l, left}, {r, right}, {lr, left + right}}) {
-        if (found == vocab->end()) return malformed(path, "'" + name + "' is not in model.vocab");
+      TokenId ids[3];
+      const std::string names[3] = {left, right, left + right};
+      for (int k = 0; k < 3; ++k) {
+        auto found = d.id_by_spelling.find(names[k]);
+        if (found == d.id_by_spelling.end())
+          return malformed(path, "'" + names[k] + "' is not in model.vocab");
+        ids[k] = found->second;
       }
-      std::uint64_t key = (std::uint64_t{l->get<TokenId>()} << 32) | r->get<TokenId>();
-      d.merges.emplace(key,
-                       TokenizerData::Merge{static_cast<std::uint32_t>(rank), lr->get<TokenId>()});
+      std::uint64_t key = (std::uint64_t{ids[0]} << 32) | ids[1];
+      d.merges.emplace(key, TokenizerData::Merge{static_cast<std::uint32_t>(rank), ids[2]});
     }
     return Status::ok();
   }
