@@ -44,10 +44,10 @@ int run_tokenize(const TokenizeArgs& args) {
           ok &= v.is_number_unsigned() && v.get<std::uint64_t>() <= 0xffffffffULL;
           if (ok) ids.push_back(v.get<TokenId>());
         }
-        Expected<std::string> text = ok ? tok->decode_lossy(ids)
-                                        : Expected<std::string>(make_error(
-                                              ErrorCategory::kInvalidInput, "cli.bad_id",
-                                              "ids must be non-negative integers"));
+        Expected<std::string> text =
+            ok ? tok->decode_lossy(ids)
+               : Expected<std::string>(make_error(ErrorCategory::kInvalidInput, "cli.bad_id",
+                                                  "ids must be non-negative integers"));
         if (!text) {
           fail(text.error().message);
         } else {

@@ -2,7 +2,7 @@
 #include "model/pcre_regex.h"
 
 #include <pcre2.h>
-#include <unicode/uchar.h>
+#include <utf8proc.h>
 
 #include <mutex>
 
@@ -78,8 +78,8 @@ std::uint32_t decode_utf8_at(std::string_view s, std::size_t i) {
 }
 
 // Letters (numbers) that PCRE2's Unicode tables do not know but Oniguruma's newer ones do:
-// those ICU knows (Debian 12: ICU 72 = Unicode 15.0, PCRE2 10.42 = Unicode 14.0), plus two
-// large blocks of letters from later versions (CJK extension I, 15.1; Egyptian hieroglyphs
+// those utf8proc knows (Debian 12: utf8proc 2.8 = Unicode 15.0, PCRE2 10.42 = Unicode 14.0), plus
+// two large blocks of letters from later versions (CJK extension I, 15.1; Egyptian hieroglyphs
 // extended-A, 16.0). As class members, e.g. "\x{31350}-\x{323AF}".
 struct NewerUnicode {
   std::string letters;
@@ -121,10 +121,19 @@ std::string ranges_not_in_pcre(const std::vector<std::uint32_t>& points, const c
 const NewerUnicode& newer_unicode() {
   static const NewerUnicode tables = [] {
     std::vector<std::uint32_t> letters, numbers;
-    for (UChar32 c = 0; c <= 0x10FFFF; ++c) {
-      std::uint32_t mask = U_GET_GC_MASK(c);
-      if (mask & U_GC_L_MASK) letters.push_back(static_cast<std::uint32_t>(c));
-      if (mask & U_GC_N_MASK) numbers.push_back(static_cast<std::uint32_t>(c));
+    for (std::uint32_t c = 0; c <= 0x10FFFF; ++c) {
+      if (c >= 0xD800 && c <= 0xDFFF) continue;
+      switch (utf8proc_category(static_cast<utf8proc_int32_t>(c))) {
+        case UTF8PROC_CATEGORY_LU:
+        case UTF8PROC_CATEGORY_LL:
+        case UTF8PROC_CATEGORY_LT:
+        case UTF8PROC_CATEGORY_LM:
+        case UTF8PROC_CATEGORY_LO: letters.push_back(c); break;
+        case UTF8PROC_CATEGORY_ND:
+        case UTF8PROC_CATEGORY_NL:
+        case UTF8PROC_CATEGORY_NO: numbers.push_back(c); break;
+        default: break;
+      }
     }
     NewerUnicode t;
     t.letters = ranges_not_in_pcre(letters, "[^\\p{L}]");

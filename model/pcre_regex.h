@@ -24,8 +24,8 @@ class PcreRegex {
  public:
   /// Compiles `pattern` (a literal string when `literal`). Oniguruma's `\s` (what `tokenizers`
   /// uses) matches U+0085 and PCRE2's does not, so `\s` and `\S` are rewritten to agree; `\p{L}`
-  /// and `\p{N}` gain the letters and numbers PCRE2's Unicode 14 tables lack (those of ICU, and
-  /// CJK extension I and Egyptian hieroglyphs extended-A). The first compile builds those sets
+  /// and `\p{N}` gain the letters and numbers PCRE2's Unicode 14 tables lack (those of utf8proc,
+  /// and CJK extension I and Egyptian hieroglyphs extended-A). The first compile builds those sets
   /// (about 0.1 s).
   /// Errors: kInvalidInput "tokenizer.bad_regex" naming `where` and PCRE2's message and offset.
   static Expected<std::shared_ptr<const PcreRegex>> compile(std::string_view pattern, bool literal,

@@ -11,7 +11,7 @@
 //  - model: {"type": "BPE"} with `vocab` and `merges` ("a b" strings or ["a", "b"] pairs),
 //    `ignore_merges` (Llama-3), `byte_fallback` false, no dropout, no continuing-subword prefix
 //    or end-of-word suffix (`unk_token` is ignored: every byte has a token);
-//  - normalizer: null, NFC (through ICU), or a Sequence of NFC;
+//  - normalizer: null, NFC (through utf8proc), or a Sequence of NFC;
 //  - pre_tokenizer: ByteLevel (GPT-2's regex when `use_regex`), or a Sequence of Split
 //    (Regex or String pattern, behavior Isolated or Removed, `invert`) and one ByteLevel;
 //  - decoder: ByteLevel; post_processor: null, ByteLevel, TemplateProcessing (its `single`

@@ -68,8 +68,14 @@ struct TokenizerData {
   mutable std::unordered_map<std::string, std::vector<TokenId>> cache;
 };
 
-/// Normalizes `text` to NFC (ICU). Errors only when ICU fails.
+/// Normalizes `text` to NFC (utf8proc). Errors only when utf8proc fails.
+/// Texts made only of `nfc_inert` code points are returned as they are, without utf8proc.
 Status nfc_normalize(std::string_view text, std::string& out);
+/// Code points that NFC leaves alone and that never combine with a neighbour (no canonical
+/// decomposition NFC changes, combining class 0, not the second half of a composition): a text
+/// of these alone is already NFC. Conservative ranges (Latin to U+02FF, Cyrillic, general
+/// punctuation, kana, CJK, Hangul syllables, fullwidth forms, emoji); tested against utf8proc.
+bool nfc_inert(char32_t c);
 
 /// Whether `text`'s last (first) character is a word character (Unicode \w), for `single_word`.
 bool ends_with_word_char(std::string_view text);

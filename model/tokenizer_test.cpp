@@ -148,7 +148,7 @@ TEST(TokenizerTest, RegexFollowsOnigurumaWhitespace) {
   EXPECT_THAT(pieces("a\u0085\u0085b"), ElementsAre("a", "\u0085", "\u0085b"));
   EXPECT_EQ(onig_compatible_pattern(R"(\s+(?!\S)|[^\s\p{Lu}])"),
             R"([\s\x{85}]+(?![^\s\x{85}])|[^\s\x{85}\p{Lu}])");
-  // Letters PCRE2 10.42 (Unicode 14) does not know: CJK extension H (15.0, through ICU) and
+  // Letters PCRE2 10.42 (Unicode 14) does not know: CJK extension H (15.0, through utf8proc) and
   // extension I (15.1), Egyptian hieroglyphs extended-A (16.0), as Oniguruma does.
   EXPECT_THAT(pieces("\U00031350'm \U0002EBF0's \U00013460'd"),
               ElementsAre("\U00031350", "'m", " \U0002EBF0", "'s", " \U00013460", "'d"));
@@ -201,6 +201,35 @@ TEST(TokenizerTest, TinyTokenizerNormalizesToNfc) {
   EXPECT_EQ(enc(t, "cafe\u0301"), enc(t, "caf\u00e9"));
   EXPECT_EQ(*t.decode(enc(t, "cafe\u0301 ok")), "caf\u00e9 ok");
   EXPECT_EQ(*t.decode(enc(t, "already NFC: 你好 🚀")), "already NFC: 你好 🚀");
+}
+
+TEST(TokenizerTest, NfcInertCodePointsAreStableUnderNfc) {
+  // Every inert code point is its own NFC, alone, after a base letter and before a combining
+  // mark's base (so it neither changes nor composes with what precedes it).
+  int checked = 0;
+  for (char32_t c = 0x80; c < 0x20000; ++c) {
+    if (!nfc_inert(c)) continue;
+    ++checked;
+    std::string one;
+    std::string s;
+    // UTF-8 of c through the byte-level helper's inverse would be circular; encode by hand.
+    if (c < 0x800) {
+      one = {char(0xC0 | (c >> 6)), char(0x80 | (c & 0x3F))};
+    } else if (c < 0x10000) {
+      one = {char(0xE0 | (c >> 12)), char(0x80 | ((c >> 6) & 0x3F)), char(0x80 | (c & 0x3F))};
+    } else {
+      one = {char(0xF0 | (c >> 18)), char(0x80 | ((c >> 12) & 0x3F)),
+             char(0x80 | ((c >> 6) & 0x3F)), char(0x80 | (c & 0x3F))};
+    }
+    // A non-inert character first forces utf8proc over the whole text.
+    for (std::string prefix : {"\u0301", "a\u0301", "\u1100", "\u0915"}) {
+      ASSERT_TRUE(nfc_normalize(prefix + one, s));
+      std::string prefix_nfc;
+      ASSERT_TRUE(nfc_normalize(prefix, prefix_nfc));
+      ASSERT_EQ(s, prefix_nfc + one) << "U+" << std::hex << static_cast<std::uint32_t>(c);
+    }
+  }
+  EXPECT_GT(checked, 35000);
 }
 
 TEST(TokenizerTest, TinyTokenizerIsDeterministicAndLearntCommonWords) {

@@ -15,8 +15,8 @@ compares the text. Prints a summary and exits 1 on any mismatch, listing the fir
   scripts/gpu/check_tokenizer.py --export cases/          # writes tokenizers + expected ids
   scripts/gpu/check_tokenizer.py build/cli/cuda-agent --expected cases/
 
-Known difference: PCRE2 10.42 (Debian 12) has Unicode 14 tables, ICU 72 Unicode 15.0; the
-Oniguruma inside tokenizers 0.23 has Unicode 16. model/pcre_regex.cpp adds ICU's newer letters
+Known difference: PCRE2 10.42 (Debian 12) has Unicode 14 tables, utf8proc 2.8 Unicode 15.0; the
+Oniguruma inside tokenizers 0.23 has Unicode 16. model/pcre_regex.cpp adds utf8proc's newer letters
 and numbers and two later blocks (CJK extension I, Egyptian hieroglyphs extended-A) to \p{L} and
 \p{N}; other code points new in 15.1/16.0 (Ol Onal, Garay, ...) are letters there and unassigned
 here. Seen 2026-12-02 with tokenizers 0.23.2 on 52,500 strings over 5 tokenizers (qwen2, qwen3,
