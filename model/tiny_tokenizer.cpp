@@ -113,6 +113,47 @@ them. Shared memory is 228 KB per multiprocessor; registers are 64K per multipro
 more threads than the problem needs; it's often better to let each thread handle several items.
 We'll check occupancy with the profiler, then we're done. I'm sure they'd agree it's worth it.
 
+template <int kBlock>
+__global__ void matmul_tiled(const float* A, const float* B, float* C, int M, int N, int K) {
+  __shared__ float As[kBlock][kBlock];
+  __shared__ float Bs[kBlock][kBlock];
+  int row = blockIdx.y * kBlock + threadIdx.y;
+  int col = blockIdx.x * kBlock + threadIdx.x;
+  float acc = 0.0f;
+  for (int t = 0; t < (K + kBlock - 1) / kBlock; ++t) {
+    int a_col = t * kBlock + threadIdx.x;
+    int b_row = t * kBlock + threadIdx.y;
+    As[threadIdx.y][threadIdx.x] = (row < M && a_col < K) ? A[row * K + a_col] : 0.0f;
+    Bs[threadIdx.y][threadIdx.x] = (b_row < K && col < N) ? B[b_row * N + col] : 0.0f;
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < kBlock; ++k) acc += As[threadIdx.y][k] * Bs[k][threadIdx.x];
+    __syncthreads();
+  }
+  if (row < M && col < N) C[row * N + col] = acc;
+}
+
+__device__ __forceinline__ float warp_reduce_sum(float value) {
+  for (int offset = 16; offset > 0; offset >>= 1)
+    value += __shfl_down_sync(0xffffffff, value, offset);
+  return value;
+}
+
+The verifier compares the output with the reference within an absolute and a relative tolerance,
+on several random inputs with seeds the agent never sees. A solution that reads the expected
+output, caches results between calls, or launches work on another stream is rejected. The timer
+uses CUDA events around many launches, after warm-up, and reports the median. Compile errors and
+warnings are returned to the agent with the line numbers; the register count, the spill bytes and
+the shared memory per block come from the compiler's resource report.
+
+def test_model_matches_reference(seed: int) -> None:
+    torch.manual_seed(seed)
+    model = Model(*get_init_inputs()).cuda()
+    inputs = [x.cuda() for x in get_inputs()]
+    expected = model(*inputs)
+    actual = custom_forward(model, *inputs)
+    torch.testing.assert_close(actual, expected, atol=1e-4, rtol=1e-4)
+
 Résumé: café, naïve, façade, über, Ångström, São Paulo, Zürich, El Niño, crème brûlée.
 Привет, мир! Это тестовый текст для токенизатора. Ядро работает быстро.
 你好，世界！这是一个用于分词器的测试文本。内核运行得很快。矩阵乘法和归约。
