@@ -80,7 +80,7 @@ std::uint32_t decode_utf8_at(std::string_view s, std::size_t i) {
 // Letters (numbers) that PCRE2's Unicode tables do not know but Oniguruma's newer ones do:
 // those utf8proc knows (Debian 12: utf8proc 2.8 = Unicode 15.0, PCRE2 10.42 = Unicode 14.0), plus
 // two large blocks of letters from later versions (CJK extension I, 15.1; Egyptian hieroglyphs
-// extended-A, 16.0). As class members, e.g. "\x{31350}-\x{323AF}".
+// extended-A, Ol Onal, 16.0; see below). As class members, e.g. "\x{31350}-\x{323AF}".
 struct NewerUnicode {
   std::string letters;
   std::string numbers;
@@ -138,7 +138,11 @@ const NewerUnicode& newer_unicode() {
     NewerUnicode t;
     t.letters = ranges_not_in_pcre(letters, "[^\\p{L}]");
     t.numbers = ranges_not_in_pcre(numbers, "[^\\p{N}]");
-    t.letters += "\\x{2EBF0}-\\x{2EE5D}\\x{13460}-\\x{143FA}";
+    // Unicode 15.1: CJK extension I. Unicode 16.0: Egyptian hieroglyphs extended-A, Ol Onal
+    // letters and digits, Kirat Rai digits (the last two added after check_tokenizer.py found
+    // them; other 16.0 scripts such as Garay or Sunuwar are not covered).
+    t.letters += "\\x{2EBF0}-\\x{2EE5D}\\x{13460}-\\x{143FA}\\x{1E5D0}-\\x{1E5ED}\\x{1E5F0}";
+    t.numbers += "\\x{1E5F1}-\\x{1E5FA}\\x{16D70}-\\x{16D79}";
     return t;
   }();
   return tables;

@@ -109,7 +109,9 @@ bool is_word_char(char32_t c) {
   if ((c >= 0x24B6 && c <= 0x24E9) || (c >= 0x1F130 && c <= 0x1F149) ||
       (c >= 0x1F150 && c <= 0x1F169) || (c >= 0x1F170 && c <= 0x1F189))
     return true;
-  if ((c >= 0x2EBF0 && c <= 0x2EE5D) || (c >= 0x13460 && c <= 0x143FA)) return true;
+  if ((c >= 0x2EBF0 && c <= 0x2EE5D) || (c >= 0x13460 && c <= 0x143FA) ||
+      (c >= 0x1E5D0 && c <= 0x1E5FA) || (c >= 0x16D70 && c <= 0x16D79))
+    return true;
   switch (utf8proc_category(static_cast<utf8proc_int32_t>(c))) {
     case UTF8PROC_CATEGORY_LU:
     case UTF8PROC_CATEGORY_LL:
