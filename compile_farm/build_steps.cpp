@@ -162,7 +162,8 @@ Status prepare_job_dir(const JobContext& job, const std::vector<SourceFile>& fil
     std::string d = job.dir + sub;
     if (!fs::create_directory(d, ec) || ec)
       return make_error(ErrorCategory::kIo, "compile.io",
-                        "cannot create job directory '" + d + "': " + ec.message());
+                        "cannot create job directory '" + d +
+                            "': " + (ec ? ec.message() : std::string("it already exists")));
     ::chmod(d.c_str(), 0700);
     RETURN_IF_ERROR(chown_for_job(job, d));
   }

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <random>
 #include <regex>
 #include <thread>
 
@@ -84,7 +85,6 @@ class CompileService::Impl {
   std::string sandbox_text;
   std::unique_ptr<FileCache> objects, jobs;
   std::unique_ptr<Tokens> tokens;
-  std::atomic<std::uint64_t> job_seq{0};
   mutable std::mutex stats_mu;
   CompileJobStats stats;
 
@@ -100,6 +100,28 @@ class CompileService::Impl {
   }
 };
 
+namespace {
+
+// Job numbers are process-wide (every service in this process draws from one counter) and start
+// at a random point, so that the jobs of different services and, very likely, of different worker
+// processes on one host run as different uids (run_as_base + number mod 4096) and in different
+// directories.
+std::uint64_t next_job_number() {
+  static std::atomic<std::uint64_t> next{std::random_device{}() % 4096};
+  return ++next;
+}
+
+// The default work root: one per service instance, so that destroying one service never removes
+// another's jobs.
+std::string default_work_root() {
+  static std::atomic<int> instances{0};
+  return (fs::temp_directory_path() /
+          ("cuda-agent-compile-" + std::to_string(::getpid()) + "-" + std::to_string(instances++)))
+      .string();
+}
+
+}  // namespace
+
 CompileService::CompileService(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 CompileService::~CompileService() {
   std::error_code ec;
@@ -113,9 +135,7 @@ Expected<std::unique_ptr<CompileService>> CompileService::create(CompileServiceO
     const char* env = std::getenv("CUDA_HOME");
     options.cuda_home = env && *env ? env : "/usr/local/cuda";
   }
-  if (options.work_root.empty())
-    options.work_root =
-        (fs::temp_directory_path() / ("cuda-agent-compile-" + std::to_string(::getpid()))).string();
+  if (options.work_root.empty()) options.work_root = default_work_root();
   if (options.cache_dir.empty()) options.cache_dir = options.work_root + "/cache";
   if (options.parallel_compilers <= 0)
     options.parallel_compilers = std::max(1u, std::thread::hardware_concurrency());
@@ -240,7 +260,7 @@ Expected<CompileResult> CompileService::Impl::build(const CompileRequest& reques
                                                     std::vector<std::string> warnings,
                                                     Clock::time_point started,
                                                     Clock::time_point deadline) {
-  const std::uint64_t seq = ++job_seq;
+  const std::uint64_t seq = next_job_number();
   const std::string dir =
       options.work_root + "/job-" + std::to_string(::getpid()) + "-" + std::to_string(seq);
   JobContext job = make_job(dir, seq, deadline);
