@@ -39,6 +39,8 @@ find_package(CLI11 REQUIRED)
 find_package(spdlog REQUIRED)
 find_package(fmt REQUIRED)
 find_package(nlohmann_json REQUIRED)
+# The OpenAI-compatible policy backend (rollout/http_post.h).
+find_package(CURL REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(ZMQ REQUIRED IMPORTED_TARGET libzmq)
 # libsodium: CURVE keys and content hashes (BLAKE2b, core/content_hash.h; SHA-256 of task sources).

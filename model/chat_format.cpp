@@ -58,6 +58,8 @@ std::string_view trim(std::string_view s) {
   return s.substr(b, e - b + 1);
 }
 
+}  // namespace
+
 std::string role_name(ChatRole role) {
   switch (role) {
     case ChatRole::kSystem: return "system";
@@ -67,8 +69,6 @@ std::string role_name(ChatRole role) {
   }
   return "user";
 }
-
-}  // namespace
 
 Expected<std::string> python_json_dumps(std::string_view json_text) {
   ordered j;

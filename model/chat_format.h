@@ -43,6 +43,9 @@ struct ChatToolCall {
   std::string arguments_json = "{}";  ///< a JSON object, as text
 };
 
+/// "system", "user", "assistant" or "tool": the role as chat templates and APIs spell it.
+std::string role_name(ChatRole role);
+
 struct ChatMessage {
   ChatRole role = ChatRole::kUser;
   std::string content;

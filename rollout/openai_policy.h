@@ -1,0 +1,64 @@
+// A policy behind an OpenAI-compatible chat-completions endpoint with tool calling: vLLM, SGLang,
+// llama.cpp's server, or a hosted API.
+//
+//   OpenAiPolicyOptions o{.base_url = "http://127.0.0.1:8000/v1", .model = "Qwen/Qwen3-8B"};
+//   ASSIGN_OR_RETURN(auto policy, OpenAiPolicy::create(o));   // reads the key from the environment
+//   Expected<PolicyTurn> turn = policy->next(request);
+//
+// Wire format: POST {base_url}/chat/completions with `model`, `messages` (assistant tool calls
+// get positional ids `call_<message>_<k>`, and the k-th tool message after them answers the k-th
+// call), `tools` (type function), `temperature`, `top_p`, `max_tokens` and `seed`. The reply's
+// first choice gives the content, the tool calls (name and arguments text, kept as written even
+// when they are not JSON: that is the model's mistake for the episode to answer) and the finish
+// reason; `usage` gives the token counts. A server without a tool-call parser that returns
+// Qwen-style `<tool_call>` blocks in the content is read with model/chat_format.h's parser.
+//
+// Retries: connection failures, timeouts of one attempt, and statuses 408, 409, 429, 500, 502,
+// 503 and 504 are retried with exponential backoff and jitter (a Retry-After header is honoured),
+// up to max_attempts and never past the request's deadline. Other statuses fail at once with
+// code "policy.http_<status>" and the server's error message. A 2xx reply that does not have the
+// documented shape fails with "policy.malformed_reply" naming the JSON path that is wrong.
+//
+// Threading: next() is safe from any number of threads.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "rollout/policy.h"
+
+namespace cuda_agent {
+
+struct OpenAiPolicyOptions {
+  std::string base_url;                        ///< up to and including /v1. Required.
+  std::string model;                           ///< the `model` field. Required.
+  std::string api_key_env = "OPENAI_API_KEY";  ///< variable holding the key; unset: no auth header
+  std::int64_t connect_timeout_ms = 10'000;
+  std::int64_t attempt_timeout_ms = 600'000;  ///< one HTTP attempt
+  std::int64_t max_attempts = 5;
+  std::int64_t backoff_initial_ms = 500;
+  std::int64_t backoff_max_ms = 30'000;
+};
+
+class OpenAiPolicy final : public PolicyBackend {
+ public:
+  /// Checks the options (bad ones: kInvalidInput "policy.options" naming the field).
+  static Expected<std::unique_ptr<OpenAiPolicy>> create(OpenAiPolicyOptions options);
+  Expected<PolicyTurn> next(const PolicyRequest& request) override;
+  std::string describe() const override;
+
+ private:
+  OpenAiPolicy(OpenAiPolicyOptions options, std::string api_key)
+      : options_(std::move(options)), api_key_(std::move(api_key)) {}
+  OpenAiPolicyOptions options_;
+  std::string api_key_;
+};
+
+/// The request body for `request` (exposed for tests and for logging what was sent).
+std::string openai_request_body(const std::string& model, const PolicyRequest& request);
+
+/// Reads a chat-completions reply body. Errors: "policy.malformed_reply".
+Expected<PolicyTurn> parse_openai_reply(const std::string& body);
+
+}  // namespace cuda_agent

@@ -1,0 +1,223 @@
+// The OpenAI-compatible policy backend against a local scripted server that speaks the protocol:
+// tool calls both ways, retries on overload and dropped connections, no retry on client errors,
+// per-attempt timeouts and the request deadline, malformed replies named by JSON path, and
+// Qwen-style tool calls left in the text by a server without a tool parser.
+#include "rollout/openai_policy.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+#include "core/clock.h"
+#include "core/log.h"
+#include "rollout/scripted_http_server.h"
+
+namespace cuda_agent {
+namespace {
+
+using nlohmann::json;
+using testing::ScriptedHttpServer;
+using testing::ScriptedReply;
+
+const char* kToolReply = R"({"id":"x","model":"served-model","choices":[{"index":0,
+  "message":{"role":"assistant","content":null,"tool_calls":[
+    {"id":"c1","type":"function","function":{"name":"write_file",
+      "arguments":"{\"path\":\"kernels/k.cu\",\"content\":\"// k\"}"}},
+    {"id":"c2","type":"function","function":{"name":"compile","arguments":"{not json"}}]},
+  "finish_reason":"tool_calls"}],"usage":{"prompt_tokens":120,"completion_tokens":34}})";
+
+const char* kTextReply =
+    R"({"choices":[{"message":{"role":"assistant","content":"Done."},"finish_reason":"stop"}]})";
+
+std::unique_ptr<OpenAiPolicy> policy(const std::string& url, OpenAiPolicyOptions o = {}) {
+  o.base_url = url;
+  o.model = "test-model";
+  if (o.api_key_env == "OPENAI_API_KEY") o.api_key_env = "CUDA_AGENT_TEST_POLICY_KEY";
+  o.backoff_initial_ms = 10;
+  o.backoff_max_ms = 40;
+  auto p = OpenAiPolicy::create(o);
+  EXPECT_TRUE(p) << p.error().to_string();
+  return std::move(*p);
+}
+
+PolicyRequest conversation() {
+  PolicyRequest r;
+  r.messages = {
+      {ChatRole::kSystem, "You write CUDA.", {}},
+      {ChatRole::kUser, "Make relu fast.", {}},
+      {ChatRole::kAssistant, "", {{"write_file", R"({"path":"a.cu"})"}, {"compile", "{}"}}},
+      {ChatRole::kTool, "wrote a.cu", {}},
+      {ChatRole::kTool, "error: a.cu(3)", {}}};
+  r.tools = {{"write_file", "Write a file.",
+              R"({"type":"object","properties":{"path":{"type":"string"}}})"},
+             {"compile", "Compile the workspace.", R"({"type":"object","properties":{}})"}};
+  r.temperature = 0.7;
+  r.max_new_tokens = 512;
+  r.seed = 42;
+  return r;
+}
+
+class OpenAiPolicyTest : public ::testing::Test {
+ protected:
+  void SetUp() override { (void)setup_logging({.level = "error"}); }
+};
+
+TEST_F(OpenAiPolicyTest, SendsTheConversationAndReadsToolCalls) {
+  ScriptedHttpServer server({{.body = kToolReply}});
+  ::setenv("CUDA_AGENT_TEST_POLICY_KEY", "sk-test", 1);
+  auto p = policy(server.base_url());
+  ::unsetenv("CUDA_AGENT_TEST_POLICY_KEY");
+  auto turn = p->next(conversation());
+  ASSERT_TRUE(turn) << turn.error().to_string();
+  ASSERT_EQ(turn->tool_calls.size(), 2u);
+  EXPECT_EQ(turn->tool_calls[0].name, "write_file");
+  EXPECT_EQ(json::parse(turn->tool_calls[0].arguments_json)["path"], "kernels/k.cu");
+  EXPECT_EQ(turn->tool_calls[1].arguments_json, "{not json")
+      << "the model's malformed arguments are kept for the episode to answer";
+  EXPECT_EQ(turn->finish_reason, "tool_calls");
+  EXPECT_EQ(turn->prompt_tokens, 120);
+  EXPECT_EQ(turn->completion_tokens, 34);
+  EXPECT_EQ(turn->policy_version, "served-model");
+
+  auto got = server.received();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_NE(got[0].head.find("POST /v1/chat/completions"), std::string::npos) << got[0].head;
+  EXPECT_NE(got[0].head.find("Authorization: Bearer sk-test"), std::string::npos);
+  auto body = json::parse(got[0].body);
+  EXPECT_EQ(body["model"], "test-model");
+  EXPECT_EQ(body["seed"], 42);
+  EXPECT_EQ(body["max_tokens"], 512);
+  ASSERT_EQ(body["messages"].size(), 5u);
+  EXPECT_TRUE(body["messages"][2]["content"].is_null());
+  EXPECT_EQ(body["messages"][2]["tool_calls"][1]["id"], "call_2_1");
+  EXPECT_EQ(body["messages"][2]["tool_calls"][0]["function"]["arguments"], R"({"path":"a.cu"})");
+  EXPECT_EQ(body["messages"][3]["tool_call_id"], "call_2_0");
+  EXPECT_EQ(body["messages"][4]["tool_call_id"], "call_2_1");
+  EXPECT_EQ(body["tools"][0]["function"]["parameters"]["properties"]["path"]["type"], "string");
+}
+
+TEST_F(OpenAiPolicyTest, NoKeyInTheEnvironmentSendsNoAuthorization) {
+  ScriptedHttpServer server({{.body = kTextReply}});
+  ::unsetenv("CUDA_AGENT_TEST_POLICY_KEY");
+  auto turn = policy(server.base_url())->next(conversation());
+  ASSERT_TRUE(turn) << turn.error().to_string();
+  EXPECT_EQ(turn->content, "Done.");
+  EXPECT_EQ(turn->policy_version, "test-model");
+  EXPECT_EQ(server.received()[0].head.find("Authorization"), std::string::npos);
+}
+
+TEST_F(OpenAiPolicyTest, RetriesOverloadAndDroppedConnectionsThenSucceeds) {
+  ScriptedHttpServer server({{.status = 503, .body = R"({"error":{"message":"overloaded"}})"},
+                             {.drop = true},
+                             {.status = 429, .body = "{}", .headers = {"Retry-After: 0"}},
+                             {.body = kTextReply}});
+  auto turn = policy(server.base_url())->next(conversation());
+  ASSERT_TRUE(turn) << turn.error().to_string();
+  EXPECT_EQ(turn->content, "Done.");
+  EXPECT_EQ(server.received().size(), 4u);
+}
+
+TEST_F(OpenAiPolicyTest, GivesUpAfterMaxAttemptsWithTheLastError) {
+  std::vector<ScriptedReply> script(3, {.status = 500, .body = R"({"error":{"message":"boom"}})"});
+  ScriptedHttpServer server(script);
+  auto turn = policy(server.base_url(), {.max_attempts = 3})->next(conversation());
+  ASSERT_FALSE(turn);
+  EXPECT_EQ(turn.error().code, "policy.http_500");
+  EXPECT_NE(turn.error().message.find("boom"), std::string::npos) << turn.error().to_string();
+  EXPECT_EQ(server.received().size(), 3u);
+}
+
+TEST_F(OpenAiPolicyTest, ClientErrorsAreNotRetried) {
+  ScriptedHttpServer server(
+      {{.status = 400, .body = R"({"error":{"message":"unknown model"}})"}, {.body = kTextReply}});
+  auto turn = policy(server.base_url())->next(conversation());
+  ASSERT_FALSE(turn);
+  EXPECT_EQ(turn.error().code, "policy.http_400");
+  EXPECT_EQ(turn.error().category, ErrorCategory::kInvalidInput);
+  EXPECT_NE(turn.error().message.find("unknown model"), std::string::npos);
+  EXPECT_EQ(server.received().size(), 1u);
+}
+
+TEST_F(OpenAiPolicyTest, EachAttemptTimesOutAndTheDeadlineBoundsTheWhole) {
+  std::vector<ScriptedReply> slow(5, {.body = kTextReply, .delay_ms = 3000});
+  {
+    ScriptedHttpServer server(slow);
+    const auto t0 = std::chrono::steady_clock::now();
+    auto turn = policy(server.base_url(), {.attempt_timeout_ms = 150, .max_attempts = 2})
+                    ->next(conversation());
+    ASSERT_FALSE(turn);
+    EXPECT_EQ(turn.error().code, "http.timeout");
+    EXPECT_EQ(turn.error().category, ErrorCategory::kTimeout);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(2500));
+  }
+  {
+    ScriptedHttpServer server(slow);
+    PolicyRequest r = conversation();
+    r.deadline_unix_ms = now_unix_ms() + 300;
+    const auto t0 = std::chrono::steady_clock::now();
+    auto turn = policy(server.base_url(), {.max_attempts = 5})->next(r);
+    ASSERT_FALSE(turn);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(1500))
+        << "the request deadline must bound every attempt and the backoff";
+  }
+}
+
+TEST_F(OpenAiPolicyTest, MalformedRepliesNameWhatIsWrong) {
+  struct Case {
+    std::string body, path;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"<html>gateway</html>", "body"},
+           {R"({"choices":[]})", "choices"},
+           {R"({"choices":[{"finish_reason":"stop"}]})", "choices[0].message"},
+           {R"({"choices":[{"message":{"content":7}}]})", "choices[0].message.content"},
+           {R"({"choices":[{"message":{"tool_calls":[{"function":{}}]}}]})",
+            "choices[0].message.tool_calls[0].function.name"}}) {
+    ScriptedHttpServer server({{.body = c.body}});
+    auto turn = policy(server.base_url())->next(conversation());
+    ASSERT_FALSE(turn) << c.body;
+    EXPECT_EQ(turn.error().code, "policy.malformed_reply");
+    EXPECT_NE(turn.error().message.find(c.path), std::string::npos) << turn.error().to_string();
+  }
+}
+
+TEST_F(OpenAiPolicyTest, ToolCallsInTheTextOfAServerWithoutAToolParser) {
+  json reply = {{"choices",
+                 {{{"message",
+                    {{"content",
+                      "Let me write it.\n<tool_call>\n{\"name\": \"write_file\", "
+                      "\"arguments\": {\"path\": \"kernels/k.cu\"}}\n</tool_call>"}}},
+                   {"finish_reason", "stop"}}}}};
+  ScriptedHttpServer server({{.body = reply.dump()}});
+  auto turn = policy(server.base_url())->next(conversation());
+  ASSERT_TRUE(turn) << turn.error().to_string();
+  EXPECT_EQ(turn->content, "Let me write it.");
+  ASSERT_EQ(turn->tool_calls.size(), 1u);
+  EXPECT_EQ(turn->tool_calls[0].name, "write_file");
+}
+
+TEST_F(OpenAiPolicyTest, NobodyListeningIsAConnectError) {
+  int port;
+  {
+    ScriptedHttpServer closed({});
+    port = std::stoi(closed.base_url().substr(17));
+  }
+  auto turn = policy("http://127.0.0.1:" + std::to_string(port) + "/v1", {.max_attempts = 2})
+                  ->next(conversation());
+  ASSERT_FALSE(turn);
+  EXPECT_EQ(turn.error().code, "http.connect") << turn.error().to_string();
+}
+
+TEST_F(OpenAiPolicyTest, BadOptionsAreRefused) {
+  auto p = OpenAiPolicy::create({.base_url = "localhost:8000/v1", .model = "m"});
+  ASSERT_FALSE(p);
+  EXPECT_NE(p.error().message.find("base_url"), std::string::npos);
+  p = OpenAiPolicy::create({.base_url = "http://localhost:8000/v1", .model = ""});
+  ASSERT_FALSE(p);
+  EXPECT_NE(p.error().message.find("model"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace cuda_agent

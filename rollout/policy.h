@@ -1,0 +1,71 @@
+// The policy behind an episode (DESIGN.md section 6): given the conversation so far and the tools,
+// the next assistant turn. One interface, several backends:
+//  - OpenAiPolicy (rollout/openai_policy.h): an OpenAI-compatible chat-completions endpoint with
+//    tool calling (vLLM, SGLang, a hosted API), for evaluation and data collection;
+//  - ReplayPolicy (rollout/replay_policy.h): plays back a recorded transcript, for tests and for
+//    reproducing an episode;
+//  - the in-process libtorch engine (model/), which also returns token ids and logprobs.
+//
+//   std::unique_ptr<PolicyBackend> policy = ...;
+//   Expected<PolicyTurn> turn = policy->next({.messages = history, .tools = tools, ...});
+//
+// A backend error (endpoint down after its retries, a malformed reply, the transcript ran out) is
+// an Error; what the *model* got wrong (a tool call whose arguments are not JSON, an unknown tool)
+// is not: it comes back in the turn and the episode answers it with an error observation.
+//
+// Threading: next() may be called from several episodes' threads at once on one backend.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "model/chat_format.h"
+
+namespace cuda_agent {
+
+/// A tool the model may call: its JSON-schema description, as in the chat-completions `tools`.
+struct PolicyTool {
+  std::string name;
+  std::string description;
+  std::string parameters_json = R"({"type":"object","properties":{}})";  ///< a JSON schema
+};
+
+struct PolicyRequest {
+  std::vector<ChatMessage> messages;  ///< system, user, assistant and tool messages, in order
+  std::vector<PolicyTool> tools;
+  double temperature = 1.0;
+  double top_p = 1.0;
+  std::int64_t max_new_tokens = 8192;
+  std::uint64_t seed = 0;             ///< 0: none requested
+  std::int64_t deadline_unix_ms = 0;  ///< the turn must be back by then; 0: the backend's timeout
+};
+
+/// One assistant turn.
+struct PolicyTurn {
+  std::string content;                    ///< prose outside tool calls (may be empty)
+  std::vector<ChatToolCall> tool_calls;   ///< as the model wrote them; arguments may be bad JSON
+  std::vector<ToolCallProblem> problems;  ///< tool-call blocks that could not be read at all
+  std::string finish_reason;              ///< "stop", "tool_calls", "length", ...
+  std::vector<std::int32_t> token_ids;    ///< sampled ids when the backend knows them, else empty
+  std::vector<float> logprobs;            ///< one per token id, when known
+  std::int64_t prompt_tokens = 0;         ///< as reported by the backend; 0 when unknown
+  std::int64_t completion_tokens = 0;
+  std::string policy_version;  ///< which weights answered (model name, or engine version)
+};
+
+class PolicyBackend {
+ public:
+  virtual ~PolicyBackend() = default;
+  virtual Expected<PolicyTurn> next(const PolicyRequest& request) = 0;
+  /// For logs and reports: "openai http://host:8000/v1 model=qwen", "replay FILE".
+  virtual std::string describe() const = 0;
+};
+
+/// When `turn` has no tool calls but its content holds Qwen-style <tool_call> blocks (a server or
+/// transcript without a tool-call parser), moves them into tool_calls / problems and leaves the
+/// rest of the text as content.
+void take_tool_calls_from_text(PolicyTurn& turn);
+
+}  // namespace cuda_agent
