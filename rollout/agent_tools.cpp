@@ -22,9 +22,8 @@ const std::vector<PolicyTool>& agent_tools() {
        R"({"type":"object","properties":{},"additionalProperties":false})"},
       {"benchmark",
        "Verify, then time the solution against PyTorch eager and torch.compile: medians, spread "
-       "and speedups. `config` values are passed, one run each, to a launcher parameter named "
-       "config.",
-       R"({"type":"object","properties":{"config":{"type":"array","items":{"type":"integer"},"maxItems":16}},"additionalProperties":false})"},
+       "and speedups.",
+       R"({"type":"object","properties":{},"additionalProperties":false})"},
       {"profile", "Per-kernel time, achieved occupancy, DRAM and SM throughput as a share of peak.",
        R"({"type":"object","properties":{},"additionalProperties":false})"},
       {"finish",

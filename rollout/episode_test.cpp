@@ -1,0 +1,225 @@
+// An episode end to end with the replay backend and real compilation (the embedded compile farm
+// and nvcc): the transcript writes a kernel with a compile error, compiles, reads the error,
+// fixes it, writes model_new.py, verifies, benchmarks, makes one malformed call and finishes. The
+// bench is scripted here (a test-only evaluator behind FarmEvaluationTools' interface); the real
+// GPU bench runs this path on the GPU machine. Also: budgets, and a policy that fails.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "core/log.h"
+#include "rollout/episode.h"
+#include "rollout/farm_tools.h"
+#include "rollout/replay_policy.h"
+
+namespace cuda_agent {
+namespace {
+
+using nlohmann::json;
+
+const char* kModelPy = R"(import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(2 * x)
+def get_inputs():
+    return [torch.randn(1 << 20)]
+def get_init_inputs():
+    return []
+)";
+
+std::string call(const std::string& name, json args) {
+  return json{{"name", name}, {"arguments", std::move(args)}}.dump();
+}
+
+std::string assistant(const std::vector<std::string>& calls, json extra = json::object()) {
+  json j = {{"role", "assistant"}, {"content", ""}, {"tool_calls", json::array()}};
+  for (const auto& c : calls) j["tool_calls"].push_back(json::parse(c));
+  j.update(extra);
+  return j.dump() + "\n";
+}
+
+const std::string kBroken = R"(#include <cuda_runtime.h>
+__global__ void scale_relu(const float* x, float* y, long long n) {
+  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i < n) y[i] = fmaxf(2.f * x[i], zero);
+}
+extern "C" void scale_relu_launch(const float* x, float* y, long long n, cudaStream_t s) {
+  scale_relu<<<(unsigned)((n + 255) / 256), 256, 0, s>>>(x, y, n);
+}
+)";
+
+const char* kModelNew = R"(import torch, torch.nn as nn
+import kernels
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        kernels.scale_relu_launch(x, y, x.numel())
+        return y
+)";
+
+std::string transcript() {
+  std::string t = R"({"role": "system", "content": "recorded"})"
+                  "\n";
+  t += assistant({call("write_file", {{"path", "kernels/scale_relu.cu"}, {"content", kBroken}})},
+                 {{"token_ids", {11, 12, 13}}, {"logprobs", {-0.5, -0.25, -0.125}}});
+  t += assistant({call("compile", json::object())});
+  t += assistant(
+      {call("edit_file", {{"path", "kernels/scale_relu.cu"}, {"old", "zero"}, {"new", "0.f"}}),
+       call("compile", json::object())});
+  t += assistant({call("write_file", {{"path", "model_new.py"}, {"content", kModelNew}}),
+                  call("verify", json::object())});
+  t += R"({"role": "assistant", "tool_calls": [{"name": "benchmark", "arguments": "{oops"}]})"
+       "\n";
+  t += assistant({call("benchmark", json::object())});
+  t += assistant({call("finish", json::object())});
+  return t;
+}
+
+// The scripted bench: correct and tier 3 when the built artifact exports the launcher that
+// model_new.py calls; records every call.
+struct ScriptedBench {
+  std::vector<std::pair<BenchMode, bool>> calls;
+  FarmEvaluationTools::Evaluator evaluator() {
+    return [this](BenchMode mode, const std::string& model_py, const std::vector<SourceFile>& files,
+                  const CompileResult& built, bool final) -> Expected<EvaluationOutcome> {
+      calls.emplace_back(mode, final);
+      EXPECT_EQ(model_py, kModelPy);
+      bool calls_launcher = false;
+      for (const auto& f : files)
+        if (f.path == "model_new.py")
+          calls_launcher = f.content.find("kernels.scale_relu_launch") != std::string::npos;
+      const bool exported =
+          !built.prototypes.empty() && built.prototypes[0].name == "scale_relu_launch";
+      if (!calls_launcher || !exported) return EvaluationOutcome{"checks failed", false, -1, 0};
+      return EvaluationOutcome{mode == BenchMode::kVerify
+                                   ? "5/5 input sets correct"
+                                   : "1.8x faster than eager, 1.3x than compile",
+                               true, 3, 1.3};
+    };
+  }
+};
+
+class EpisodeTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    (void)setup_logging({.level = "warn"});
+    if (!std::filesystem::exists("/usr/local/cuda/bin/nvcc")) return;
+    auto farm = EmbeddedCompileFarm::start({}, 1);
+    ASSERT_TRUE(farm) << farm.error().to_string();
+    farm_ = std::move(*farm).release();
+    auto client = CompileClient::connect({.broker_endpoint = farm_->client_endpoint()});
+    ASSERT_TRUE(client) << client.error().to_string();
+    client_ = std::move(*client).release();
+  }
+  static void TearDownTestSuite() {
+    delete client_;
+    delete farm_;
+  }
+  void SetUp() override {
+    if (!farm_) GTEST_SKIP() << "no CUDA toolkit at /usr/local/cuda";
+  }
+  EpisodeSpec spec(PolicyBackend* policy, EvaluationTools* tools) {
+    return {.episode_id = EpisodeId{"e1"},
+            .run_id = RunId{"test"},
+            .task_id = TaskId{"t/relu"},
+            .model_py = kModelPy,
+            .policy = policy,
+            .tools = tools};
+  }
+  static EmbeddedCompileFarm* farm_;
+  static CompileClient* client_;
+};
+EmbeddedCompileFarm* EpisodeTest::farm_ = nullptr;
+CompileClient* EpisodeTest::client_ = nullptr;
+
+TEST_F(EpisodeTest, WriteCompileFailFixVerifyBenchmarkFinish) {
+  auto policy = ReplayPolicy::parse(transcript(), "transcript");
+  ASSERT_TRUE(policy) << policy.error().to_string();
+  ScriptedBench bench;
+  FarmEvaluationTools tools(*client_, {}, bench.evaluator());
+  Episode e = run_episode(spec(policy->get(), &tools));
+
+  EXPECT_EQ(e.status, EpisodeStatus::kCompleted);
+  EXPECT_EQ(e.final_reward, 3) << "the final evaluation decides the reward";
+  EXPECT_EQ(e.counters.turns, 7u);
+  EXPECT_EQ(e.counters.invalid_tool_calls, 1u) << "the benchmark call with broken arguments";
+  EXPECT_EQ(e.counters.wasted_loops, 0u);
+  // system, user, then (assistant, tool) x 7, then the final evaluation
+  ASSERT_EQ(e.turns.size(), 2u + 14u + 1u);
+  const Turn& compile_result = e.turns[5];
+  ASSERT_EQ(compile_result.tool_results.size(), 1u);
+  EXPECT_TRUE(compile_result.tool_results[0].is_error);
+  EXPECT_NE(compile_result.tool_results[0].content.find("kernels/scale_relu.cu(4)"),
+            std::string::npos)
+      << compile_result.tool_results[0].content;
+  EXPECT_NE(compile_result.tool_results[0].content.find("\"zero\" is undefined"),
+            std::string::npos);
+  const Turn& fixed = e.turns[7];
+  ASSERT_EQ(fixed.tool_results.size(), 2u);
+  EXPECT_FALSE(fixed.tool_results[1].is_error) << fixed.tool_results[1].content;
+  EXPECT_NE(fixed.tool_results[1].content.find("scale_relu_launch"), std::string::npos);
+  EXPECT_NE(fixed.tool_results[1].content.find("regs"), std::string::npos);
+  EXPECT_EQ(fixed.tool_results[1].content.find("sandbox:"), std::string::npos);
+  EXPECT_EQ(e.turns[9].tool_results[1].content, "5/5 input sets correct");
+  EXPECT_TRUE(e.turns[11].tool_results[0].is_error);
+  ASSERT_EQ(bench.calls.size(), 3u);  // verify, benchmark, final
+  EXPECT_TRUE(bench.calls.back().second);
+  EXPECT_EQ(e.turns.back().tool_results[0].call_id, "final_evaluation");
+
+  // The trajectory keeps the sampled tokens exactly, and survives the wire codec byte for byte.
+  const Turn& first = e.turns[2];
+  EXPECT_EQ(first.token_ids, (std::vector<std::uint32_t>{11, 12, 13}));
+  EXPECT_EQ(first.loss_mask, (std::vector<std::uint8_t>{1, 1, 1}));
+  EXPECT_EQ(first.tool_calls[0].call_id, "call_0_0");
+  auto decoded = decode_episode(encode_episode(e));
+  ASSERT_TRUE(decoded) << decoded.error().to_string();
+  EXPECT_EQ(encode_episode(*decoded), encode_episode(e));
+  EXPECT_EQ(decoded->turns[2].logprobs, first.logprobs);
+}
+
+TEST_F(EpisodeTest, TurnBudgetTruncatesAndTheFinalEvaluationStillDecides) {
+  std::string t;
+  for (int i = 0; i < 5; ++i) t += assistant({call("list_files", json::object())});
+  auto policy = ReplayPolicy::parse(t, "t");
+  ScriptedBench bench;
+  FarmEvaluationTools tools(*client_, {}, bench.evaluator());
+  EpisodeSpec s = spec(policy->get(), &tools);
+  s.budgets.max_turns = 3;
+  Episode e = run_episode(s);
+  EXPECT_EQ(e.status, EpisodeStatus::kTruncated);
+  EXPECT_EQ(e.counters.turns, 3u);
+  EXPECT_EQ(e.counters.wasted_loops, 2u) << "list_files three times with nothing changed";
+  EXPECT_EQ(e.final_reward, -1) << "no model_new.py";
+  EXPECT_NE(e.turns.back().tool_results[0].content.find("no model_new.py"), std::string::npos);
+  EXPECT_TRUE(bench.calls.empty());
+}
+
+TEST_F(EpisodeTest, APolicyFailureAbortsWithoutReward) {
+  auto policy = ReplayPolicy::parse(assistant({call("list_files", json::object())}), "short");
+  ScriptedBench bench;
+  FarmEvaluationTools tools(*client_, {}, bench.evaluator());
+  Episode e = run_episode(spec(policy->get(), &tools));
+  EXPECT_EQ(e.status, EpisodeStatus::kAborted);
+  EXPECT_EQ(e.final_reward, 0);
+  EXPECT_NE(e.turns.back().tool_results[0].content.find("policy.replay_exhausted"),
+            std::string::npos);
+}
+
+TEST_F(EpisodeTest, NoCallAndUnknownToolsAreAnsweredAndCounted) {
+  std::string t = R"({"role": "assistant", "content": "I think I will write a kernel."})"
+                  "\n";
+  t += assistant({call("rm_rf", json::object()), call("write_file", {{"path", "a.cu"}})});
+  t += assistant({call("finish", json::object())});
+  auto policy = ReplayPolicy::parse(t, "t");
+  FarmEvaluationTools tools(*client_, {}, nullptr);
+  Episode e = run_episode(spec(policy->get(), &tools));
+  EXPECT_EQ(e.counters.invalid_tool_calls, 3u);  // no call; unknown tool; missing content
+  EXPECT_NE(e.turns[3].tool_results[0].content.find("no tool was called"), std::string::npos);
+  EXPECT_NE(e.turns[5].tool_results[0].content.find("there is no tool 'rm_rf'"), std::string::npos);
+  EXPECT_EQ(e.status, EpisodeStatus::kCompleted);
+}
+
+}  // namespace
+}  // namespace cuda_agent

@@ -1,0 +1,45 @@
+// EvaluationTools on the real services: compile through a compile farm (compile_farm/farm.h, a
+// remote farm or the embedded one) and verify / benchmark / profile through an evaluator that
+// reaches the GPU bench (gpu_bench/).
+//
+//   FarmEvaluationTools tools(client, {.target_arch = "sm_90"}, bench_evaluator);
+//   Episode e = run_episode({..., .tools = &tools});
+//
+// Threading: as thread-safe as the client and the evaluator (CompileClient is).
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "compile_farm/farm.h"
+#include "rollout/episode.h"
+
+namespace cuda_agent {
+
+struct FarmBuildSettings {
+  std::string target_arch = "sm_90";
+  LibraryPolicy library_policy = LibraryPolicy::kDefault;
+  std::int64_t compile_timeout_ms = 300'000;
+};
+
+class FarmEvaluationTools final : public EvaluationTools {
+ public:
+  using Evaluator = std::function<Expected<EvaluationOutcome>(
+      BenchMode mode, const std::string& model_py, const std::vector<SourceFile>& files,
+      const CompileResult& built, bool final_evaluation)>;
+
+  FarmEvaluationTools(CompileClient& client, FarmBuildSettings settings, Evaluator evaluator)
+      : client_(client), settings_(std::move(settings)), evaluator_(std::move(evaluator)) {}
+
+  Expected<CompileResult> compile(const std::vector<SourceFile>& files) override;
+  Expected<EvaluationOutcome> evaluate(BenchMode mode, const std::string& model_py,
+                                       const std::vector<SourceFile>& files,
+                                       const CompileResult& built, bool final_evaluation) override;
+
+ private:
+  CompileClient& client_;
+  FarmBuildSettings settings_;
+  Evaluator evaluator_;
+};
+
+}  // namespace cuda_agent
