@@ -1,0 +1,65 @@
+// The summary `cuda-agent eval` prints and exports, with the definitions of CUDA Agent's Table 1:
+// per task set (and per subset, e.g. KernelBench level), over the tasks attempted:
+//   pass rate            tasks whose solution is correct / tasks
+//   faster than eager    tasks correct and with speedup vs eager > 1 / tasks
+//   faster than compile  tasks correct and with speedup vs torch.compile > 1 / tasks
+//   geomean vs eager     geometric mean of the speedup vs eager over correct tasks
+//   geomean vs compile   the same vs torch.compile
+// With several episodes per task, a task's result is its best episode (highest reward tier, then
+// highest speedup vs compile). Reward tiers (-1/+1/+2/+3) are counted as well.
+//
+//   EvalSummary s = summarize(results);
+//   std::string md = render_markdown(s);   // tables; render_html adds SVG plots
+//
+// Threading: pure functions.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace cuda_agent {
+
+/// One episode's final evaluation.
+struct EvalEpisodeResult {
+  std::string task_id;
+  std::string subset;  ///< e.g. "level1"; "" = none
+  bool correct = false;
+  double speedup_vs_eager = 0;    ///< 0 when not timed
+  double speedup_vs_compile = 0;  ///< 0 when not timed
+  int reward_tier = -1;
+};
+
+struct EvalFigures {
+  std::size_t tasks = 0;
+  std::size_t correct = 0;
+  std::size_t faster_than_eager = 0;
+  std::size_t faster_than_compile = 0;
+  double geomean_vs_eager = 0;  ///< over correct tasks with a timing; 0 when none
+  double geomean_vs_compile = 0;
+  std::map<int, std::size_t> tiers;  ///< reward tier -> tasks
+  double pass_rate() const { return tasks ? double(correct) / double(tasks) : 0; }
+  double faster_than_eager_rate() const {
+    return tasks ? double(faster_than_eager) / double(tasks) : 0;
+  }
+  double faster_than_compile_rate() const {
+    return tasks ? double(faster_than_compile) / double(tasks) : 0;
+  }
+};
+
+struct EvalSummary {
+  EvalFigures overall;
+  std::map<std::string, EvalFigures> subsets;    ///< by subset name (absent when all are "")
+  std::vector<EvalEpisodeResult> best_per_task;  ///< the result that counted, per task, by id
+};
+
+EvalSummary summarize(const std::vector<EvalEpisodeResult>& episodes);
+
+/// Markdown: the definitions, one table row per subset plus "all", the tier counts.
+std::string render_markdown(const EvalSummary& summary, const std::string& title);
+
+/// A self-contained HTML page: the Markdown's tables, a histogram of log2 speedups vs compile
+/// and per-task bars (SVG, no scripts).
+std::string render_html(const EvalSummary& summary, const std::string& title);
+
+}  // namespace cuda_agent

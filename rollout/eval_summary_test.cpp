@@ -1,0 +1,59 @@
+// Table 1 figures from episode results: best episode per task, rates over all tasks, geomeans
+// over correct ones, per subset; and the reports render them.
+#include "rollout/eval_summary.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace cuda_agent {
+namespace {
+
+TEST(EvalSummary, TableOneFiguresFromTheBestEpisodePerTask) {
+  std::vector<EvalEpisodeResult> e = {
+      {"l1/a", "level1", true, 2.0, 1.5, 3},
+      {"l1/a", "level1", false, 0, 0, -1},  // a worse episode of the same task
+      {"l1/b", "level1", true, 0.5, 0.25, 1},
+      {"l1/c", "level1", false, 0, 0, -1},
+      {"l2/d", "level2", true, 8.0, 4.0, 3},
+      {"l2/d", "level2", true, 16.0, 2.0, 3},  // same tier, lower speedup vs compile
+  };
+  EvalSummary s = summarize(e);
+  ASSERT_EQ(s.best_per_task.size(), 4u);
+  EXPECT_EQ(s.overall.tasks, 4u);
+  EXPECT_EQ(s.overall.correct, 3u);
+  EXPECT_DOUBLE_EQ(s.overall.pass_rate(), 0.75);
+  EXPECT_EQ(s.overall.faster_than_eager, 2u);
+  EXPECT_EQ(s.overall.faster_than_compile, 2u);
+  EXPECT_NEAR(s.overall.geomean_vs_eager, std::cbrt(2.0 * 0.5 * 8.0), 1e-12);
+  EXPECT_NEAR(s.overall.geomean_vs_compile, std::cbrt(1.5 * 0.25 * 4.0), 1e-12);
+  EXPECT_EQ(s.overall.tiers.at(3), 2u);
+  EXPECT_EQ(s.overall.tiers.at(-1), 1u);
+  ASSERT_EQ(s.subsets.size(), 2u);
+  EXPECT_EQ(s.subsets.at("level1").tasks, 3u);
+  EXPECT_NEAR(s.subsets.at("level2").geomean_vs_compile, 4.0, 1e-12);
+
+  const std::string md = render_markdown(s, "KernelBench");
+  EXPECT_NE(md.find("| level1 | 3 | 66.7% (2/3) | 33.3% (1/3) | 33.3% (1/3) | 1.00x | 0.61x |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| **all** | 4 | 75.0% (3/4)"), std::string::npos) << md;
+  EXPECT_NE(md.find("-1: 1, +1: 1, +2: 0, +3: 2"), std::string::npos) << md;
+  const std::string html = render_html(s, "KernelBench <eval>");
+  EXPECT_NE(html.find("KernelBench &lt;eval&gt;"), std::string::npos);
+  EXPECT_NE(html.find("<svg"), std::string::npos);
+  EXPECT_NE(html.find("l1/c"), std::string::npos);
+}
+
+TEST(EvalSummary, NothingCorrectGivesZeroGeomeansAndNoSubsetsWhenUnnamed) {
+  EvalSummary s = summarize({{"a", "", false, 0, 0, -1}, {"b", "", false, 0, 0, -1}});
+  EXPECT_EQ(s.overall.pass_rate(), 0);
+  EXPECT_EQ(s.overall.geomean_vs_compile, 0);
+  EXPECT_TRUE(s.subsets.empty());
+  EXPECT_NE(render_markdown(s, "t").find(
+                "| **all** | 2 | 0.0% (0/2) | 0.0% (0/2) | 0.0% (0/2) | - | - |"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace cuda_agent
