@@ -208,6 +208,7 @@ void add_compile_commands(CLI::App& app, CommandResult& result) {
     std::string cache_dir;
     std::string manifest;
     std::string id;
+    std::int64_t heartbeat_ms = 1000;
   };
   auto worker_args = std::make_shared<WorkerArgs>();
   CLI::App* worker = serve->add_subcommand(
@@ -222,6 +223,11 @@ void add_compile_commands(CLI::App& app, CommandResult& result) {
                      "object and artifact cache (default: ~/.cache/cuda-agent/compile)");
   worker->add_option("--manifest", worker_args->manifest, "read [compile] options from it");
   worker->add_option("--id", worker_args->id, "worker id (default: <host>-<pid>-<n>)");
+  worker
+      ->add_option("--heartbeat-ms", worker_args->heartbeat_ms,
+                   "heartbeat interval; keep it well under the broker's heartbeat timeout")
+      ->capture_default_str()
+      ->check(CLI::Range(10, 60'000));
   worker->callback([worker_args, &result] {
     StopSignals signals;
     auto options = compile_options(worker_args->manifest);
@@ -245,6 +251,7 @@ void add_compile_commands(CLI::App& app, CommandResult& result) {
     PoolWorkerOptions wo;
     wo.broker_endpoint = worker_args->connect;
     wo.worker_id = WorkerId{worker_args->id};
+    wo.heartbeat_interval_ms = worker_args->heartbeat_ms;
     std::int64_t jobs = worker_args->jobs > 0 ? worker_args->jobs : options->jobs_per_worker;
     wo.slots = jobs > 0 ? jobs : std::max(1u, std::thread::hardware_concurrency());
     auto w = PoolWorker::start(wo, compile_handler(shared));

@@ -51,6 +51,7 @@ int main(int argc, char** argv) {
   cli::add_store_commands(app, result);
   cli::add_compile_commands(app, result);
   cli::add_tasks_commands(app, result);
+  cli::add_model_commands(app, result);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -43,6 +43,10 @@ find_package(PkgConfig REQUIRED)
 pkg_check_modules(ZMQ REQUIRED IMPORTED_TARGET libzmq)
 # libsodium: CURVE keys and content hashes (BLAKE2b, core/content_hash.h; SHA-256 of task sources).
 pkg_check_modules(SODIUM REQUIRED IMPORTED_TARGET libsodium)
+# The tokenizer (model/tokenizer.h): PCRE2 for the pre-tokenizer regexes (JIT), utf8proc for NFC
+# and Unicode categories (60 kB, where ICU would add about 19 MiB to the GPU-node bundle).
+pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
+pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)
 
 # CAF 0.17 ships no CMake config or pkg-config file.
 find_path(CAF_INCLUDE_DIR caf/all.hpp REQUIRED)

@@ -45,7 +45,7 @@ std::vector<std::string> string_list(const json& j, const char* key) {
 
 }  // namespace
 
-std::string content_hash(std::string_view source) {
+std::string task_content_hash(std::string_view source) {
   static const bool sodium_ready = sodium_init() >= 0;  // SHA-256 needs no keys; init is cheap
   (void)sodium_ready;
   unsigned char digest[crypto_hash_sha256_BYTES];
@@ -76,7 +76,7 @@ Task task_from_source(std::string suite, std::string name, std::string source,
                       const StaticReport& report, std::string data_source, std::string origin,
                       std::int64_t now_unix_ms) {
   Task t;
-  t.content_hash = content_hash(source);
+  t.content_hash = task_content_hash(source);
   t.id = make_task_id(suite, name, t.content_hash);
   t.suite = std::move(suite);
   t.name = std::move(name);
@@ -210,7 +210,7 @@ Expected<Task> from_record(const TaskRecord& record) {
     return make_error(ErrorCategory::kIo, "task.corrupt",
                       where + ": the body's id, suite or hash differs from the record's");
   }
-  if (content_hash(t.source) != t.content_hash) {
+  if (task_content_hash(t.source) != t.content_hash) {
     return make_error(ErrorCategory::kIo, "task.corrupt",
                       where + ": the source does not match its content hash");
   }

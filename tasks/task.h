@@ -73,8 +73,9 @@ struct Task {
   std::vector<CachedBaseline> baselines;
 };
 
-/// "sha256:" + 64 lowercase hex digits.
-std::string content_hash(std::string_view source);
+/// "sha256:" + 64 lowercase hex digits. SHA-256 rather than core/content_hash.h's BLAKE2b so that
+/// anyone can check a task id against its file with `sha256sum`.
+std::string task_content_hash(std::string_view source);
 
 /// `<suite>/<name>-<12 hex digits of the hash>`; `name` is cleaned to [A-Za-z0-9_.-] (others
 /// become '_') and cut to 80 characters.

@@ -81,7 +81,7 @@ TEST_F(TaskImport, ImportsTheGoodFilesAndNamesEachBadOne) {
   std::map<std::string, std::string> ids;  // name -> id
   for (const Task& t : report->tasks) ids[t.name] = t.id.value();
   ASSERT_EQ(report->tasks.size(), 3u);
-  EXPECT_EQ(ids["1_relu"], make_task_id("set", "1_relu", content_hash(good)).value());
+  EXPECT_EQ(ids["1_relu"], make_task_id("set", "1_relu", task_content_hash(good)).value());
   EXPECT_EQ(ids["2_tanh"].rfind("set/sub/2_tanh-", 0), 0u) << ids["2_tanh"];
   EXPECT_EQ(ids["sigmoid"].rfind("set/sigmoid-", 0), 0u) << ids["sigmoid"];
   for (const Task& t : report->tasks) {

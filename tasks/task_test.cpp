@@ -8,9 +8,9 @@ namespace {
 
 TEST(TaskId, IsSuiteNameAndHashPrefix) {
   // SHA-256 test vector (FIPS 180-2): "abc".
-  EXPECT_EQ(content_hash("abc"),
+  EXPECT_EQ(task_content_hash("abc"),
             "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-  EXPECT_EQ(make_task_id("kernelbench/level1", "19_ReLU", content_hash("abc")).value(),
+  EXPECT_EQ(make_task_id("kernelbench/level1", "19_ReLU", task_content_hash("abc")).value(),
             "kernelbench/level1/19_ReLU-ba7816bf8f01");
   EXPECT_EQ(make_task_id("s", "a b/c\xff", "sha256:0123456789abcdef").value(),
             "s/a_b_c_-0123456789ab");

@@ -36,7 +36,7 @@ TEST(Cli, VersionAndHelp) {
   EXPECT_NE(v.output.find("cuda-agent 0."), std::string::npos) << v.output;
   CmdResult h = run("--help");
   EXPECT_EQ(h.exit_code, 0);
-  for (const char* cmd : {"manifest", "launch", "keys", "gpu"}) {
+  for (const char* cmd : {"manifest", "launch", "keys", "gpu", "model"}) {
     EXPECT_NE(h.output.find(cmd), std::string::npos) << cmd << " missing from --help";
   }
   EXPECT_EQ(run("no-such-command").exit_code, 2);
@@ -101,6 +101,34 @@ TEST(Cli, KeysGenerateWritesFilesTheManifestAccepts) {
   CmdResult missing = run("manifest check " + (dir / "secure.toml").string());
   EXPECT_EQ(missing.exit_code, 2) << missing.output;
   EXPECT_NE(missing.output.find("client_secret_key_file"), std::string::npos) << missing.output;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Cli, ModelTokenizeRoundTripsThroughTheTinyTokenizer) {
+  auto dir = temp_dir("tokenizer");
+  CmdResult init = run("model init-tokenizer " + dir.string());
+  ASSERT_EQ(init.exit_code, 0) << init.output;
+  ASSERT_TRUE(std::filesystem::exists(dir / "tokenizer.json"));
+  // Two JSONL texts in; ids out; the ids decode back to the texts.
+  std::ofstream(dir / "in.jsonl")
+      << "{\"text\": \"<|im_start|>user\\nhi \\u00e9 \\ud83d\\ude80\"}\n"
+      << "{\"text\": \"  x\\n\\n\\n\"}\n";
+  CmdResult ids = run("model tokenize " + dir.string() + " --jsonl < " +
+                      (dir / "in.jsonl").string() + " > " + (dir / "ids.jsonl").string());
+  ASSERT_EQ(ids.exit_code, 0) << ids.output;
+  CmdResult back =
+      run("model tokenize " + dir.string() + " --decode < " + (dir / "ids.jsonl").string());
+  ASSERT_EQ(back.exit_code, 0) << back.output;
+  EXPECT_EQ(
+      back.output,
+      "{\"text\":\"<|im_start|>user\\nhi \u00e9 \U0001F680\"}\n{\"text\":\"  x\\n\\n\\n\"}\n");
+  // A line that is not JSON gets an error line and exit code 1; a missing tokenizer exits 2.
+  std::ofstream(dir / "bad.jsonl") << "not json\n";
+  CmdResult bad =
+      run("model tokenize " + dir.string() + " --jsonl < " + (dir / "bad.jsonl").string());
+  EXPECT_EQ(bad.exit_code, 1) << bad.output;
+  EXPECT_NE(bad.output.find("stdin:1"), std::string::npos) << bad.output;
+  EXPECT_EQ(run("model tokenize " + (dir / "nowhere").string() + " < /dev/null").exit_code, 2);
   std::filesystem::remove_all(dir);
 }
 

@@ -1,0 +1,135 @@
+// `cuda-agent model ...`: the torch-free text side of the policy model (model/tokenizer.h).
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+#include "cli/command.h"
+#include "model/tiny_tokenizer.h"
+#include "model/tokenizer.h"
+
+namespace cuda_agent::cli {
+namespace {
+
+struct TokenizeArgs {
+  std::string dir;
+  bool jsonl = false;
+  bool add_special_tokens = false;
+  bool decode = false;
+};
+
+// One output line per input line: {"ids":[...]} (or {"text":...} with --decode), or
+// {"error":...} for a line that failed; the exit code is then 1.
+int run_tokenize(const TokenizeArgs& args) {
+  Expected<Tokenizer> tok = Tokenizer::load(args.dir);
+  if (!tok) return report(tok.error());
+  int exit_code = 0;
+  std::string line;
+  std::string out;
+  for (std::size_t line_no = 1; std::getline(std::cin, line); ++line_no) {
+    auto fail = [&](const std::string& message) {
+      nlohmann::json e = {{"error", "stdin:" + std::to_string(line_no) + ": " + message}};
+      out = e.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      exit_code = 1;
+    };
+    if (args.decode) {
+      nlohmann::json in = nlohmann::json::parse(line, nullptr, false);
+      if (in.is_discarded() || !in.is_object() || !in.contains("ids") || !in["ids"].is_array()) {
+        fail("expected {\"ids\": [...]}");
+      } else {
+        std::vector<TokenId> ids;
+        bool ok = true;
+        for (const auto& v : in["ids"]) {
+          ok &= v.is_number_unsigned() && v.get<std::uint64_t>() <= 0xffffffffULL;
+          if (ok) ids.push_back(v.get<TokenId>());
+        }
+        Expected<std::string> text =
+            ok ? tok->decode_lossy(ids)
+               : Expected<std::string>(make_error(ErrorCategory::kInvalidInput, "cli.bad_id",
+                                                  "ids must be non-negative integers"));
+        if (!text) {
+          fail(text.error().message);
+        } else {
+          out = nlohmann::json{{"text", *text}}.dump();
+        }
+      }
+    } else {
+      std::string text = line;
+      bool ok = true;
+      if (args.jsonl) {
+        nlohmann::json in = nlohmann::json::parse(line, nullptr, false);
+        ok = !in.is_discarded() && in.is_object() && in.contains("text") && in["text"].is_string();
+        if (ok) {
+          text = in["text"].get<std::string>();
+        } else {
+          fail("expected {\"text\": \"...\"}");
+        }
+      }
+      if (ok) {
+        Expected<std::vector<TokenId>> ids = tok->encode(text, args.add_special_tokens);
+        if (!ids) {
+          fail(ids.error().message);
+        } else {
+          out = "{\"ids\":[";
+          for (std::size_t i = 0; i < ids->size(); ++i) {
+            if (i) out += ',';
+            out += std::to_string((*ids)[i]);
+          }
+          out += "]}";
+        }
+      }
+    }
+    out += '\n';
+    std::fwrite(out.data(), 1, out.size(), stdout);
+  }
+  std::fflush(stdout);
+  return exit_code;
+}
+
+}  // namespace
+
+void add_model_commands(CLI::App& app, CommandResult& result) {
+  auto* model = app.add_subcommand("model", "The policy model's text side: tokenizer, chat format");
+  model->require_subcommand(1);
+
+  auto* tokenize = model->add_subcommand(
+      "tokenize",
+      "Encode stdin with DIR/tokenizer.json: one line in, one {\"ids\":[...]} line out (a line "
+      "that fails gives {\"error\":...} and exit code 1)");
+  auto targs = std::make_shared<TokenizeArgs>();
+  tokenize->add_option("dir", targs->dir, "directory holding tokenizer.json, or the file")
+      ->required();
+  tokenize->add_flag("--jsonl", targs->jsonl,
+                     "each input line is {\"text\": \"...\"} (texts with newlines)");
+  tokenize->add_flag("--add-special-tokens", targs->add_special_tokens,
+                     "apply the post-processor template (Llama-3's BOS)");
+  tokenize->add_flag("--decode", targs->decode,
+                     "the reverse: {\"ids\":[...]} lines in, {\"text\":...} lines out "
+                     "(invalid UTF-8 replaced by U+FFFD)");
+  tokenize->callback([targs, &result] { result.exit_code = run_tokenize(*targs); });
+
+  auto* init = model->add_subcommand(
+      "init-tokenizer",
+      "Write DIR/tokenizer.json: a tiny byte-level BPE in Qwen2's layout, trained on a "
+      "built-in corpus (for tests and smoke runs)");
+  struct InitArgs {
+    std::string dir;
+    int merges = 500;
+    bool no_nfc = false;
+  };
+  auto iargs = std::make_shared<InitArgs>();
+  init->add_option("dir", iargs->dir, "output directory (created)")->required();
+  init->add_option("--merges", iargs->merges, "merges to learn")->capture_default_str();
+  init->add_flag("--no-nfc", iargs->no_nfc, "no NFC normalizer (exact round trip of any text)");
+  init->callback([iargs, &result] {
+    Status s = write_tiny_tokenizer(iargs->dir, {.merges = iargs->merges, .nfc = !iargs->no_nfc});
+    if (!s) {
+      result.exit_code = report(s.error());
+      return;
+    }
+    std::printf("wrote %s/tokenizer.json\n", iargs->dir.c_str());
+  });
+}
+
+}  // namespace cuda_agent::cli
