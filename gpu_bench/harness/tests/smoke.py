@@ -14,6 +14,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SMOKE = os.path.join(HERE, "smoke")
+TASK = os.path.join(HERE, "..", "..", "testdata", "scale_relu")
 HARNESS = os.path.join(HERE, "..", "harness.py")
 PROTOTYPES = [{"name": "scale_relu_launch", "params": [
     {"name": "x", "c_type": "const float*", "kind": "pointer"},
@@ -39,14 +40,15 @@ def main():
     so = os.path.join(out, "solution.so")
     t = time.time()
     subprocess.run(["nvcc", "-O3", "-arch=sm_90", "-shared", "-Xcompiler", "-fPIC",
-                    "-cudart", "shared", "-o", so, os.path.join(SMOKE, "scale_relu.cu")],
+                    "-cudart", "shared", "-o", so, os.path.join(TASK, "kernels", "scale_relu.cu")],
                    check=True)
     print("nvcc: %.1f s" % (time.time() - t))
     bad = 0
     for i, (solution, mode, want_pass, want) in enumerate(SCENARIOS):
         req = {"format": "cuda-agent-harness-request", "version": 1, "mode": mode,
-               "task_model_py": os.path.join(SMOKE, "model.py"),
-               "model_new_py": os.path.join(SMOKE, solution), "library": so,
+               "task_model_py": os.path.join(TASK, "model.py"),
+               "model_new_py": os.path.join(TASK if solution == "honest.py" else SMOKE,
+                                                 "model_new.py" if solution == "honest.py" else solution), "library": so,
                "prototypes": PROTOTYPES, "device": 0, "seeds": [1, 2, 3],
                "options": {"verify_input_sets": 3, "timed_trials": 40, "warmup_trials": 5}}
         rq = os.path.join(out, "req%d.json" % i)
