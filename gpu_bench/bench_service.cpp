@@ -146,6 +146,9 @@ Expected<std::unique_ptr<BenchService>> BenchService::create(BenchServiceOptions
                        "cannot create '" + options.work_root + "': " + ec.message());
   ::chmod(options.work_root.c_str(), 0711);
   if (::geteuid() != 0) options.run_as_base = -1;
+  // A node whose Python (torch) an unprivileged uid cannot read sets this (see bench_service.h).
+  if (const char* v = std::getenv("CUDA_AGENT_BENCH_KEEP_UID"); v && *v == '1')
+    options.run_as_base = -1;
   if (!options.health_check) {
     const int device = options.device;
     const auto deadline = std::chrono::milliseconds(options.health_check_ms);

@@ -60,7 +60,8 @@ struct BenchServiceOptions {
   std::string work_root;
   /// Keep job directories (request, result, model files) after the evaluation. Default: false.
   bool keep_jobs = false;
-  /// When running as root, the harness runs as uid/gid run_as_base + device. -1: never switch.
+  /// When running as root, the harness runs as uid/gid run_as_base + device. -1: never switch
+  /// (also forced by CUDA_AGENT_BENCH_KEEP_UID=1, for nodes whose Python only root can read).
   /// Default: 62000.
   std::int64_t run_as_base = 62000;
   /// Put the harness in an empty network namespace where allowed. Default: true.

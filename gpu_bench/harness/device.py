@@ -104,6 +104,7 @@ class Device:
                 continue
             addr = seg["address"]
             for block in seg["blocks"]:
+                addr = block.get("address", addr)
                 if block["state"] == "inactive":
                     self.cudart.cudaMemsetAsync(ctypes.c_void_p(addr), 0xFF, block["size"], stream)
                     poisoned += block["size"]

@@ -33,26 +33,55 @@ def _restricted_builtins():
     return b
 
 
+def _new_precision_api():
+    """PyTorch 2.9+ has fp32_precision settings and warns (or refuses) when the legacy
+    allow_tf32 switches are mixed with them; use one API only."""
+    return hasattr(torch.backends.cuda.matmul, "fp32_precision")
+
+
+_FLAG_READERS = [
+    ("torch.backends.cuda.matmul.fp32_precision",
+     lambda: torch.backends.cuda.matmul.fp32_precision),
+    ("torch.backends.cudnn.conv.fp32_precision", lambda: torch.backends.cudnn.conv.fp32_precision),
+    ("torch.backends.cuda.matmul.allow_tf32", lambda: torch.backends.cuda.matmul.allow_tf32),
+    ("torch.backends.cudnn.allow_tf32", lambda: torch.backends.cudnn.allow_tf32),
+    ("torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction",
+     lambda: torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction),
+    ("torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction",
+     lambda: torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction),
+    ("torch.backends.cudnn.benchmark", lambda: torch.backends.cudnn.benchmark),
+    ("torch.backends.cudnn.deterministic", lambda: torch.backends.cudnn.deterministic),
+]
+
+
 def precision_flags(allow_tf32):
-    torch.backends.cuda.matmul.allow_tf32 = allow_tf32
-    torch.backends.cudnn.allow_tf32 = allow_tf32
-    torch.set_float32_matmul_precision("high" if allow_tf32 else "highest")
+    """Sets TF32 for matmul and cuDNN (the same for every contender) and returns the flags."""
+    if _new_precision_api():
+        mode = "tf32" if allow_tf32 else "ieee"
+        torch.backends.cuda.matmul.fp32_precision = mode
+        torch.backends.cudnn.conv.fp32_precision = mode
+        if hasattr(torch.backends.cudnn, "rnn"):
+            torch.backends.cudnn.rnn.fp32_precision = mode
+    else:
+        torch.backends.cuda.matmul.allow_tf32 = allow_tf32
+        torch.backends.cudnn.allow_tf32 = allow_tf32
     torch.backends.cudnn.benchmark = False
     return read_precision_flags()
 
 
 def read_precision_flags():
-    return [
-        "torch.backends.cuda.matmul.allow_tf32=%s" % torch.backends.cuda.matmul.allow_tf32,
-        "torch.backends.cudnn.allow_tf32=%s" % torch.backends.cudnn.allow_tf32,
-        "torch.float32_matmul_precision=%s" % torch.get_float32_matmul_precision(),
-        "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction=%s"
-        % torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
-        "torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction=%s"
-        % torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
-        "torch.backends.cudnn.benchmark=%s" % torch.backends.cudnn.benchmark,
-        "torch.backends.cudnn.deterministic=%s" % torch.backends.cudnn.deterministic,
-    ]
+    new_api = _new_precision_api()
+    flags = []
+    for name, read in _FLAG_READERS:
+        if new_api and name.endswith("allow_tf32"):
+            continue
+        if not new_api and name.endswith("fp32_precision"):
+            continue
+        try:
+            flags.append("%s=%s" % (name, read()))
+        except Exception as e:  # noqa: BLE001 (a flag this torch lacks)
+            flags.append("%s=unavailable(%s)" % (name, type(e).__name__))
+    return flags
 
 
 def _read(path, what):

@@ -74,6 +74,9 @@ def benchmark(s, dev, rng):
     probe = s.make_inputs(rng.getrandbits(63))
     per_set = max(1, evaluate.input_bytes(probe))
     free, _ = torch.cuda.mem_get_info(s.index)
+    # Memory the caching allocator holds but does not use (the poisoning keeps most of the GPU
+    # there) is free for the input sets too.
+    free += torch.cuda.memory_reserved(s.index) - torch.cuda.memory_allocated(s.index)
     fit = int(free * float(opts["input_memory_fraction"]) // per_set)
     n_sets = max(1, min(int(opts["input_sets"]), fit))
     if n_sets < int(opts["input_sets"]):
