@@ -36,7 +36,11 @@ def _restricted_builtins():
 def _new_precision_api():
     """PyTorch 2.9+ has fp32_precision settings and warns (or refuses) when the legacy
     allow_tf32 switches are mixed with them; use one API only."""
-    return hasattr(torch.backends.cuda.matmul, "fp32_precision")
+    try:  # older torch raises AssertionError, not AttributeError, for unknown attributes
+        torch.backends.cuda.matmul.fp32_precision
+        return True
+    except Exception:  # noqa: BLE001
+        return False
 
 
 _FLAG_READERS = [
@@ -60,8 +64,10 @@ def precision_flags(allow_tf32):
         mode = "tf32" if allow_tf32 else "ieee"
         torch.backends.cuda.matmul.fp32_precision = mode
         torch.backends.cudnn.conv.fp32_precision = mode
-        if hasattr(torch.backends.cudnn, "rnn"):
+        try:
             torch.backends.cudnn.rnn.fp32_precision = mode
+        except Exception:  # noqa: BLE001 (no RNN setting in this torch)
+            pass
     else:
         torch.backends.cuda.matmul.allow_tf32 = allow_tf32
         torch.backends.cudnn.allow_tf32 = allow_tf32
