@@ -26,11 +26,11 @@ PROTOTYPES = [{"name": "scale_relu_launch", "params": [
 # QUICK ones run by default (the rest are also in gpu_bench/bench_gpu_test.cpp); --all runs all.
 QUICK = 4
 SCENARIOS = [
-    ("honest.py", "benchmark", True, ""),
-    ("honest.py", "profile", True, ""),
     ("no_launch.py", "verify", False, "tolerance"),
-    ("stale_cache.py", "benchmark", False, ""),
     ("torch_op.py", "verify", False, "forbidden_op"),
+    ("honest.py", "profile", True, ""),
+    ("stale_cache.py", "benchmark", False, ""),
+    ("honest.py", "benchmark", True, ""),
     ("wrong_dtype.py", "verify", False, "launch"),
     ("import_os.py", "verify", False, "ast.forbidden_import"),
 ]
