@@ -145,7 +145,11 @@ def main(argv):
         except ValueError as e:
             raise HarnessError("invalid_input", "harness.request", str(e))
         start_rss_watchdog(int(options["rss_limit_bytes"]), args.result, result)
-        import evaluate  # torch is imported here, after the request is known to be sane
+        try:
+            import evaluate  # torch is imported here, after the request is known to be sane
+        except ImportError as e:
+            raise HarnessError("unavailable", "harness.no_torch",
+                               "this node's python cannot import the harness's needs: %s" % e)
 
         evaluate.run(request, options, result, _T0)
     except HarnessError as e:
