@@ -31,5 +31,6 @@ void add_model_commands(CLI::App& app, CommandResult& result);  // model tokeniz
 
 void add_compile_commands(CLI::App& app,
                           CommandResult& result);  // compile, serve compile-*, artifacts get
+void add_bench_commands(CLI::App& app, CommandResult& result);  // bench
 
 }  // namespace cuda_agent::cli

@@ -50,6 +50,7 @@ int main(int argc, char** argv) {
   cli::add_gpu_commands(app, result);
   cli::add_store_commands(app, result);
   cli::add_compile_commands(app, result);
+  cli::add_bench_commands(app, result);
   cli::add_tasks_commands(app, result);
   cli::add_model_commands(app, result);
   try {

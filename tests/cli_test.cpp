@@ -138,4 +138,18 @@ TEST(Cli, GpuListAnswersWithOrWithoutAGpu) {
   EXPECT_NE(r.output.find("\"devices\""), std::string::npos) << r.output;
 }
 
+// `cuda-agent bench` on a machine without a GPU says so and exits 1 (gpu_bench/bench_gpu_test.cpp
+// and scripts/bench-gpu-node cover the machine with one).
+TEST(Cli, BenchWithoutAGpuSaysSo) {
+  CmdResult list = run("gpu list --json");
+  if (list.output.find("\"index\"") != std::string::npos) GTEST_SKIP() << "this machine has a GPU";
+  const std::string dir = std::string(SOURCE_DIR) + "/gpu_bench/testdata/scale_relu";
+  CmdResult r = run("bench --task " + dir + "/model.py --solution " + dir);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("no GPU on this machine"), std::string::npos) << r.output;
+  CmdResult j = run("bench --json --task " + dir + "/model.py --solution " + dir);
+  EXPECT_NE(j.output.find("\"bench.no_gpu\""), std::string::npos) << j.output;
+  EXPECT_EQ(run("bench --task " + dir + "/model.py --solution /nonexistent").exit_code, 2);
+}
+
 }  // namespace

@@ -1,0 +1,341 @@
+#include "gpu_bench/bench_service.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/clock.h"
+#include "core/content_hash.h"
+#include "core/sandbox.h"
+#include "gpu_bench/device_probe.h"
+
+#ifndef CUDA_AGENT_SOURCE_HARNESS_DIR
+#define CUDA_AGENT_SOURCE_HARNESS_DIR ""
+#endif
+
+namespace cuda_agent {
+namespace {
+namespace fs = std::filesystem;
+
+Error bench_error(ErrorCategory c, std::string code, std::string message) {
+  return make_error(c, std::move(code), std::move(message));
+}
+
+/// An absolute path for `program`: itself when it has a slash, else the first match on PATH.
+Expected<std::string> find_program(const std::string& program) {
+  if (program.find('/') != std::string::npos) {
+    if (::access(program.c_str(), X_OK) == 0) return fs::absolute(program).string();
+    return bench_error(ErrorCategory::kUnavailable, "bench.spawn",
+                       "python interpreter '" + program + "' is not executable");
+  }
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path ? path : "/usr/local/bin:/usr/bin:/bin");
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    if (dir.empty()) continue;
+    fs::path p = fs::path(dir) / program;
+    if (::access(p.c_str(), X_OK) == 0) return p.string();
+  }
+  return bench_error(ErrorCategory::kUnavailable, "bench.spawn",
+                     "python interpreter '" + program + "' not found on PATH");
+}
+
+Expected<std::string> find_harness(const std::string& configured) {
+  std::vector<std::string> candidates;
+  if (!configured.empty()) {
+    candidates.push_back(configured);
+  } else {
+    if (const char* env = std::getenv("CUDA_AGENT_HARNESS_DIR"); env && *env)
+      candidates.emplace_back(env);
+    std::error_code ec;
+    fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+    if (!ec) candidates.push_back((exe.parent_path() / "../share/cuda-agent/harness").string());
+    candidates.emplace_back(CUDA_AGENT_SOURCE_HARNESS_DIR);
+  }
+  for (const auto& dir : candidates) {
+    if (dir.empty()) continue;
+    fs::path p = fs::path(dir) / "harness.py";
+    std::error_code ec;
+    if (fs::is_regular_file(p, ec)) return fs::canonical(p, ec).string();
+  }
+  return bench_error(ErrorCategory::kUnavailable, "bench.spawn",
+                     "harness.py not found (set [bench] harness_dir or CUDA_AGENT_HARNESS_DIR)");
+}
+
+Status write_file(const fs::path& p, std::string_view bytes, mode_t mode) {
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  out.close();
+  if (!out)
+    return bench_error(ErrorCategory::kIo, "bench.job", "cannot write '" + p.string() + "'");
+  ::chmod(p.c_str(), mode);
+  return Status();
+}
+
+Expected<std::string> read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) return bench_error(ErrorCategory::kNotFound, "bench.no_result", p.string());
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string tail(const std::string& s, std::size_t n) {
+  return s.size() <= n ? s : "..." + s.substr(s.size() - n);
+}
+
+HarnessOptions harness_options(const BenchOptions& b, const BenchJob& job) {
+  HarnessOptions o;
+  const BenchRunOptions& x = job.overrides;
+  o.tolerance_profile = x.tolerance_profile.empty() ? b.tolerance_profile : x.tolerance_profile;
+  o.verify_input_sets = x.verify_input_sets ? x.verify_input_sets : b.verify_input_sets;
+  o.warmup_trials = x.warmup_trials ? x.warmup_trials : b.warmup_trials;
+  o.timed_trials = x.timed_trials ? x.timed_trials : b.timed_trials;
+  o.input_sets = x.input_sets ? x.input_sets : b.input_sets;
+  o.checked_trial_fraction =
+      x.checked_trial_fraction > 0 ? x.checked_trial_fraction : b.checked_trial_fraction;
+  o.allow_tf32 = x.allow_tf32 || b.allow_tf32;
+  o.implausible_speedup = b.implausible_speedup;
+  o.measure_eager = !job.baseline || job.baseline->eager_us <= 0;
+  o.measure_compile = !job.baseline || job.baseline->compile_us <= 0;
+  o.rss_limit_bytes = b.harness_memory_bytes;
+  return o;
+}
+
+}  // namespace
+
+void score_evaluation(BenchEvaluation& e, const RewardRule& rule,
+                      const std::optional<CachedBaseline>& cached) {
+  BenchResult& r = e.result;
+  bool passed = e.harness.ok && e.harness.passed && !r.checks.empty();
+  for (const auto& c : r.checks) passed = passed && c.passed;
+  for (const auto& v : r.violations) passed = passed && !violation_fails(v);
+  e.passed = passed;
+  const double cand = median_of(r.candidate_trial_us);
+  double eager = median_of(r.eager_trial_us);
+  double compiled = median_of(r.compile_trial_us);
+  if (eager <= 0 && cached) eager = cached->eager_us;
+  if (compiled <= 0 && cached) compiled = cached->compile_us;
+  r.speedup_vs_eager = cand > 0 && eager > 0 ? eager / cand : 0;
+  r.speedup_vs_compile = cand > 0 && compiled > 0 ? compiled / cand : 0;
+  r.reward = compute_reward({.passed = passed,
+                             .timed = cand > 0,
+                             .speedup_vs_eager = r.speedup_vs_eager,
+                             .speedup_vs_compile = r.speedup_vs_compile},
+                            rule);
+}
+
+Expected<std::unique_ptr<BenchService>> BenchService::create(BenchServiceOptions options) {
+  ASSIGN_OR_RETURN(std::string python, find_program(options.bench.python));
+  ASSIGN_OR_RETURN(std::string harness, find_harness(options.harness_dir));
+  if (options.work_root.empty()) {
+    const char* tmp = std::getenv("TMPDIR");
+    options.work_root =
+        std::string(tmp && *tmp ? tmp : "/tmp") + "/cuda-agent-bench-" + std::to_string(::getpid());
+  }
+  std::error_code ec;
+  fs::create_directories(options.work_root, ec);
+  if (ec)
+    return bench_error(ErrorCategory::kIo, "bench.job",
+                       "cannot create '" + options.work_root + "': " + ec.message());
+  ::chmod(options.work_root.c_str(), 0711);
+  if (::geteuid() != 0) options.run_as_base = -1;
+  // A node whose Python (torch) an unprivileged uid cannot read sets this (see bench_service.h).
+  if (const char* v = std::getenv("CUDA_AGENT_BENCH_KEEP_UID"); v && *v == '1')
+    options.run_as_base = -1;
+  if (!options.health_check) {
+    const int device = options.device;
+    const auto deadline = std::chrono::milliseconds(options.health_check_ms);
+    options.health_check = [device, deadline] { return health_check(device, deadline); };
+  }
+  auto service = std::unique_ptr<BenchService>(
+      new BenchService(std::move(options), std::move(python), std::move(harness)));
+  return service;
+}
+
+BenchService::BenchService(BenchServiceOptions options, std::string python,
+                           std::string harness_path)
+    : options_(std::move(options)),
+      python_(std::move(python)),
+      harness_path_(std::move(harness_path)) {
+  // The child sees exactly this GPU. A UUID names it whatever this process's own
+  // CUDA_VISIBLE_DEVICES is; without a driver (tests with a fake harness) the index stands in.
+  visible_device_ = std::to_string(options_.device);
+  DeviceList list = list_devices();
+  for (const auto& d : list.devices)
+    if (d.index == options_.device && !d.uuid.empty()) visible_device_ = d.uuid;
+}
+
+BenchService::~BenchService() {
+  if (!options_.keep_jobs) {
+    std::error_code ec;
+    fs::remove_all(options_.work_root, ec);
+  }
+}
+
+bool BenchService::healthy() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return healthy_;
+}
+
+Status BenchService::ensure_healthy() {
+  if (healthy_) return Status();
+  Status s = options_.health_check();
+  if (!s)
+    return bench_error(ErrorCategory::kUnavailable, "bench.gpu_unhealthy",
+                       "GPU " + std::to_string(options_.device) +
+                           " failed its health check after a fault: " + s.error().message);
+  healthy_ = true;
+  return Status();
+}
+
+Expected<BenchEvaluation> BenchService::evaluate(const BenchJob& job) {
+  std::lock_guard<std::mutex> lock(mu_);
+  RETURN_IF_ERROR(ensure_healthy());
+  if (job.mode == BenchMode::kUnknown)
+    return bench_error(ErrorCategory::kInvalidInput, "bench.request", "unknown bench mode");
+  const std::uint64_t seq = ++jobs_;
+  fs::path dir = fs::path(options_.work_root) / ("job-" + std::to_string(seq));
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  fs::create_directories(dir / "tmp", ec);
+  if (ec)
+    return bench_error(ErrorCategory::kIo, "bench.job",
+                       "cannot create '" + dir.string() + "': " + ec.message());
+  Expected<BenchEvaluation> out = run_job(job, dir.string());
+  if (!options_.keep_jobs) fs::remove_all(dir, ec);
+  // A hang, a crash or a CUDA fault may have left the GPU unusable: check before more work.
+  const bool suspect =
+      (!out && (out.error().code == "bench.timeout" || out.error().code == "bench.crashed")) ||
+      (out && out->harness.device_fault);
+  if (suspect) {
+    healthy_ = false;
+    (void)ensure_healthy();
+  }
+  return out;
+}
+
+Expected<BenchEvaluation> BenchService::run_job(const BenchJob& job, const std::string& dir_str) {
+  const fs::path dir(dir_str);
+  std::optional<RunAs> run_as;
+  if (options_.run_as_base >= 0) {
+    auto id = static_cast<uid_t>(options_.run_as_base + options_.device);
+    run_as = RunAs{id, id};
+  }
+  HarnessRequest req;
+  req.mode = job.mode;
+  req.task_model_py = (dir / "model.py").string();
+  req.model_new_py = (dir / "model_new.py").string();
+  req.library = (dir / "solution.so").string();
+  req.prototypes = job.prototypes;
+  req.device = 0;  // CUDA_VISIBLE_DEVICES leaves the child exactly one
+  req.seeds = job.seeds;
+  req.options = harness_options(options_.bench, job);
+  RETURN_IF_ERROR(write_file(req.task_model_py, job.task_model_py, 0644));
+  RETURN_IF_ERROR(write_file(req.model_new_py, job.model_new_py, 0644));
+  RETURN_IF_ERROR(write_file(req.library, job.artifact, 0755));
+  const fs::path request_path = dir / "request.json";
+  const fs::path result_path = dir / "result.json";
+  RETURN_IF_ERROR(write_file(request_path, harness_request_json(req), 0644));
+  if (run_as) {
+    for (const fs::path& p : {dir, dir / "tmp"}) {
+      if (::chown(p.c_str(), run_as->uid, run_as->gid) != 0)
+        return bench_error(
+            ErrorCategory::kIo, "bench.job",
+            "cannot hand '" + p.string() + "' to uid " + std::to_string(run_as->uid));
+    }
+    ::chmod(dir.c_str(), 0700);
+  }
+
+  SandboxSpec spec;
+  spec.argv = {python_,     "-I",
+               "-B",        harness_path_,
+               "--request", request_path.string(),
+               "--result",  result_path.string()};
+  spec.work_dir = dir.string();
+  spec.env = {"PATH=/usr/local/bin:/usr/bin:/bin",
+              "HOME=" + dir.string(),
+              "TMPDIR=" + (dir / "tmp").string(),
+              "PYTHONUNBUFFERED=1",
+              "CUDA_VISIBLE_DEVICES=" + visible_device_,
+              "TORCHINDUCTOR_CACHE_DIR=" + (dir / "tmp" / "inductor").string(),
+              "TRITON_CACHE_DIR=" + (dir / "tmp" / "triton").string(),
+              "TORCHINDUCTOR_COMPILE_THREADS=1"};
+  // Kept from this process: library paths, and the NVLink-multicast switches a shared host needs.
+  for (const char* name : {"LD_LIBRARY_PATH", "CUDA_HOME", "NCCL_NVLS_ENABLE",
+                           "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS"}) {
+    if (const char* v = std::getenv(name)) spec.env.push_back(std::string(name) + "=" + v);
+  }
+  std::int64_t wall_ms = options_.bench.harness_wall_ms;
+  if (job.deadline_unix_ms > 0) {
+    const std::int64_t left = job.deadline_unix_ms - now_unix_ms();
+    if (left <= 0)
+      return bench_error(ErrorCategory::kTimeout, "bench.deadline",
+                         "the request's deadline passed before the harness started");
+    wall_ms = std::min(wall_ms, left);
+  }
+  spec.limits.wall_ms = wall_ms;
+  spec.limits.cpu_seconds = 2 * wall_ms / 1000 + 60;
+  spec.limits.memory_bytes = 0;  // CUDA reserves far more address space than it uses
+  spec.limits.file_bytes = 2LL << 30;
+  spec.limits.output_bytes = 4LL << 20;
+  spec.limits.open_files = 4096;
+  spec.limits.processes = 4096;  // counts threads of the uid; torch starts many
+  spec.run_as = run_as;
+  spec.isolate_network = options_.isolate_network;
+
+  ASSIGN_OR_RETURN(SandboxResult sr, run_sandboxed(spec));
+  BenchEvaluation e;
+  e.wall_seconds = sr.wall_seconds;
+  e.harness_output = tail(sr.output, 8000);
+  e.sandbox = std::string(run_as ? "uid " + std::to_string(run_as->uid) : "caller's uid") +
+              (sr.network_isolated ? ", no network" : ", network not isolated") + ", wall limit " +
+              std::to_string(wall_ms) + " ms";
+  const std::string where = " (harness output: " + tail(sr.output, 1500) + ")";
+  switch (sr.outcome) {
+    case SandboxOutcome::kWallTimeout:
+      return bench_error(ErrorCategory::kTimeout, "bench.timeout",
+                         "the harness passed its " + std::to_string(wall_ms) +
+                             " ms deadline and was killed: a hung kernel or task" + where);
+    case SandboxOutcome::kSignalled:
+      return bench_error(ErrorCategory::kInvalidInput, "bench.crashed",
+                         "the harness died by signal " + std::to_string(sr.signal) + where);
+    case SandboxOutcome::kCpuLimit:
+      return bench_error(ErrorCategory::kInvalidInput, "bench.cpu_limit",
+                         "the harness passed its CPU-time limit" + where);
+    case SandboxOutcome::kOutputLimit:
+      return bench_error(ErrorCategory::kInvalidInput, "bench.output_limit",
+                         "the harness's output passed its limit" + where);
+    case SandboxOutcome::kFileLimit:
+      return bench_error(ErrorCategory::kInvalidInput, "bench.file_limit",
+                         "the harness wrote a file past its limit" + where);
+    case SandboxOutcome::kExited: break;
+  }
+  auto text = read_file(result_path);
+  if (!text)
+    return bench_error(ErrorCategory::kInternal, "bench.no_result",
+                       "the harness exited with code " + std::to_string(sr.exit_code) +
+                           " and wrote no result" + where);
+  ASSIGN_OR_RETURN(HarnessResult parsed, parse_harness_result(*text));
+  if (!parsed.ok) return parsed.error->with_context("harness");
+  e.harness = std::move(parsed);
+  e.result = std::move(e.harness.result);
+  e.harness.result = BenchResult{};
+  AuditRecord& a = e.result.audit;
+  a.task_hash = content_hash(job.task_model_py);
+  a.artifact_hash = job.artifact_hash;
+  a.toolchain = job.toolchain;
+  a.worker_id = options_.worker_id;
+  a.measured_unix_ms = now_unix_ms();
+  score_evaluation(e, RewardRule{options_.bench.faster_threshold, options_.bench.reward},
+                   job.baseline);
+  return e;
+}
+
+}  // namespace cuda_agent

@@ -1,0 +1,145 @@
+// The GPU bench's evaluation of one built solution on the local GPU (DESIGN.md section 5): writes a
+// job directory, runs the Python harness (gpu_bench/harness/harness.py) in a sandboxed child
+// process, parses its result, scores the reward and fills the audit record. A bench worker holds
+// one BenchService per GPU it owns; `cuda-agent bench` holds one for its single evaluation.
+//
+//   ASSIGN_OR_RETURN(auto bench, BenchService::create({.device = 0}));
+//   Expected<BenchEvaluation> e = bench->evaluate(job);   // job: model.py, .so, model_new.py
+//   if (e) use(e->result.reward.tier, e->result.audit);
+//
+// Untrusted code (the shared object and model_new.py) runs only in the harness child, under
+// core/sandbox.h: its own process group, an unprivileged uid when this process is root, an empty
+// network namespace where the machine allows it, CPU, file-size, open-file and output limits, a
+// wall-clock deadline, and a resident-memory watchdog inside the harness (an address-space limit
+// cannot bound a CUDA process). CUDA_VISIBLE_DEVICES names only this service's GPU.
+//
+// Outcomes. A candidate that fails checks is an evaluation with reward tier -1 (and its failed
+// checks and violations). An Error means the evaluation could not run:
+//   bench.timeout (timeout: the harness passed its wall deadline: a hung kernel or task),
+//   bench.crashed (invalid_input: the harness died by a signal, e.g. a segfault in the solution's
+//     host code), bench.cpu_limit / bench.output_limit / bench.file_limit (invalid_input),
+//   bench.no_result (internal: exited without a result file), bench.result (internal: the result
+//     file is malformed), harness.* (the harness's own typed errors: a broken task, no GPU, ...),
+//   bench.spawn (unavailable: python or the harness could not be started),
+//   bench.gpu_unhealthy (unavailable: the GPU failed its health check; no more work until it
+//     passes one).
+// After a timeout, a crash, or a result that reports a device fault, the GPU is health-checked
+// (gpu_bench/device_probe.h) before this service takes more work.
+//
+// Threading: evaluate() may be called from any thread; calls are serialised (the GPU is owned
+// exclusively). healthy() is safe from any thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "gpu_bench/bench_options.h"
+#include "gpu_bench/harness_protocol.h"
+#include "gpu_bench/reward.h"
+#include "messages/bench_codec.h"
+#include "messages/compile_codec.h"
+
+namespace cuda_agent {
+
+struct BenchServiceOptions {
+  /// Manifest [bench]: tolerances, trials, thresholds, limits, the python interpreter.
+  BenchOptions bench;
+  /// CUDA device index this service owns (as this process sees it). Default: 0.
+  int device = 0;
+  /// Directory holding harness.py. Default (empty): $CUDA_AGENT_HARNESS_DIR, else
+  /// <executable dir>/../share/cuda-agent/harness (installed), else the source tree's
+  /// gpu_bench/harness (a build that runs where it was built).
+  std::string harness_dir;
+  /// Where job directories are made. Default (empty): $TMPDIR/cuda-agent-bench-<pid>.
+  std::string work_root;
+  /// Keep job directories (request, result, model files) after the evaluation. Default: false.
+  bool keep_jobs = false;
+  /// When running as root, the harness runs as uid/gid run_as_base + device. -1: never switch
+  /// (also forced by CUDA_AGENT_BENCH_KEEP_UID=1, for nodes whose Python only root can read).
+  /// Default: 62000.
+  std::int64_t run_as_base = 62000;
+  /// Put the harness in an empty network namespace where allowed. Default: true.
+  bool isolate_network = true;
+  /// Deadline of the GPU health check after a fault. Default: 30000 ms.
+  std::int64_t health_check_ms = 30'000;
+  /// The worker's id, recorded in every audit record.
+  WorkerId worker_id;
+  /// Health check of the GPU; default (empty): device_probe's health_check(device). Tests inject
+  /// a fake here.
+  std::function<Status()> health_check;
+};
+
+/// Eager and torch.compile medians measured earlier for the same task, GPU, torch version and
+/// precision flags (the run store's baseline cache).
+struct CachedBaseline {
+  double eager_us = 0;
+  double compile_us = 0;  ///< 0: unknown
+};
+
+/// One evaluation's inputs, in memory.
+struct BenchJob {
+  BenchMode mode = BenchMode::kVerify;
+  std::string task_id;        ///< for reports: "level1/19_ReLU"
+  std::string task_model_py;  ///< the task's model.py text
+  std::string artifact_hash;  ///< CompileResult::artifact_hash
+  std::string artifact;       ///< the shared object's bytes
+  std::vector<LauncherPrototype> prototypes;
+  std::string model_new_py;
+  std::string toolchain;                   ///< CompileResult::toolchain, for the audit record
+  std::vector<std::uint64_t> seeds;        ///< correctness seeds; empty: the harness draws them
+  BenchRunOptions overrides;               ///< zero or empty fields: the service's BenchOptions
+  std::optional<CachedBaseline> baseline;  ///< set: baselines are not re-measured
+  std::int64_t deadline_unix_ms = 0;       ///< 0: options.bench.harness_wall_ms only
+};
+
+/// A finished evaluation: BenchResult (checks, trials, speedups, reward, audit, violations) and
+/// what a report adds (spreads, the time breakdown, notes).
+struct BenchEvaluation {
+  BenchResult result;
+  bool passed = false;         ///< every check passed and no failing violation
+  HarnessResult harness;       ///< the parsed result (its `result` moved into `result` above)
+  double wall_seconds = 0;     ///< the harness process, start to end
+  std::string harness_output;  ///< the child's stdout/stderr, trimmed
+  std::string sandbox;         ///< how the child was confined, in words
+};
+
+class BenchService {
+ public:
+  static Expected<std::unique_ptr<BenchService>> create(BenchServiceOptions options);
+  ~BenchService();
+  BenchService(const BenchService&) = delete;
+  BenchService& operator=(const BenchService&) = delete;
+
+  Expected<BenchEvaluation> evaluate(const BenchJob& job);
+
+  /// False after a fault whose health check failed; evaluate() then re-checks first.
+  bool healthy() const;
+  /// The harness script this service runs.
+  const std::string& harness_path() const { return harness_path_; }
+
+ private:
+  BenchService(BenchServiceOptions options, std::string python, std::string harness_path);
+  Status ensure_healthy();
+  Expected<BenchEvaluation> run_job(const BenchJob& job, const std::string& dir);
+
+  BenchServiceOptions options_;
+  std::string python_;
+  std::string harness_path_;
+  std::string visible_device_;  ///< CUDA_VISIBLE_DEVICES for the child (a UUID where known)
+  mutable std::mutex mu_;
+  bool healthy_ = true;
+  std::uint64_t jobs_ = 0;
+};
+
+/// Fills the reward and speedups of `e` from its trials, checks and violations (with `cached`
+/// baseline medians standing in for baselines that were not re-measured).
+void score_evaluation(BenchEvaluation& e, const RewardRule& rule,
+                      const std::optional<CachedBaseline>& cached);
+
+}  // namespace cuda_agent

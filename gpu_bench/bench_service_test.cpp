@@ -1,0 +1,261 @@
+// BenchService against a fake harness (gpu_bench/testdata/fake_harness/harness.py: same files,
+// no torch, no GPU): request writing, result parsing, reward scoring, the audit record, error
+// mapping of crashes, hangs and bad results, and the health check after a fault. CPU only.
+#include "gpu_bench/bench_service.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "core/clock.h"
+#include "core/content_hash.h"
+
+namespace cuda_agent {
+namespace {
+namespace fs = std::filesystem;
+
+std::string source_dir() {
+  const char* s = std::getenv("CUDA_AGENT_SOURCE_DIR");
+  return s ? s : ".";
+}
+
+class BenchServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    options_.harness_dir = source_dir() + "/gpu_bench/testdata/fake_harness";
+    options_.bench.python =
+        ::access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
+    options_.work_root = (fs::temp_directory_path() /
+                          ("bench-service-test-" + std::to_string(::getpid()) + "-" +
+                           ::testing::UnitTest::GetInstance()->current_test_info()->name()))
+                             .string();
+    options_.worker_id = WorkerId{"bench-test-0"};
+    options_.health_check = [this]() -> Status {
+      ++health_checks_;
+      if (gpu_broken_)
+        return make_error(ErrorCategory::kIo, "cuda.error", "cudaMalloc: sticky error");
+      return Status();
+    };
+  }
+
+  std::unique_ptr<BenchService> make() {
+    auto s = BenchService::create(options_);
+    EXPECT_TRUE(s) << s.error().to_string();
+    return s ? std::move(*s) : nullptr;
+  }
+
+  static BenchJob job(const std::string& scenario, BenchMode mode = BenchMode::kBenchmark) {
+    BenchJob j;
+    j.mode = mode;
+    j.task_id = "level1/test";
+    j.task_model_py = "class Model: pass\n";
+    j.artifact_hash = "abc123";
+    j.artifact =
+        "\x7f"
+        "ELF fake";
+    j.prototypes = {{"k", {{"x", "float*", ParamKind::kPointer}}}};
+    j.model_new_py = "# fake: " + scenario + "\n";
+    j.toolchain = "nvcc 13.0";
+    return j;
+  }
+
+  BenchServiceOptions options_;
+  std::atomic<int> health_checks_{0};
+  std::atomic<bool> gpu_broken_{false};
+};
+
+TEST_F(BenchServiceTest, FasterThanBothBaselinesIsTierThreeWithAnAuditRecord) {
+  auto s = make();
+  ASSERT_TRUE(s);
+  auto e = s->evaluate(job("fast"));
+  ASSERT_TRUE(e) << e.error().to_string();
+  EXPECT_TRUE(e->passed);
+  EXPECT_EQ(e->result.reward.tier, 3);
+  EXPECT_DOUBLE_EQ(e->result.speedup_vs_eager, 2.0);
+  EXPECT_DOUBLE_EQ(e->result.speedup_vs_compile, 1.5);
+  const AuditRecord& a = e->result.audit;
+  EXPECT_EQ(a.task_hash, content_hash("class Model: pass\n"));
+  EXPECT_EQ(a.artifact_hash, "abc123");
+  EXPECT_EQ(a.toolchain, "nvcc 13.0");
+  EXPECT_EQ(a.torch_version, "2.11.0");
+  EXPECT_EQ(a.gpu_name, "Fake GPU");
+  EXPECT_EQ(a.driver_version, "580.1");
+  EXPECT_EQ(a.sm_clock_mhz, 1980u);
+  EXPECT_EQ(a.worker_id, WorkerId{"bench-test-0"});
+  EXPECT_GT(a.measured_unix_ms, 0);
+  EXPECT_EQ(a.checks_run.size(), 2u);
+  EXPECT_EQ(a.precision_flags.size(), 1u);
+  EXPECT_EQ(e->harness.spreads.count("candidate"), 1u);
+  EXPECT_EQ(health_checks_, 0);
+}
+
+TEST_F(BenchServiceTest, TiersFollowTheTimings) {
+  auto s = make();
+  ASSERT_TRUE(s);
+  struct Case {
+    const char* scenario;
+    int tier;
+  };
+  for (Case c :
+       {Case{"eager_only", 2}, Case{"slow", 1}, Case{"no_compile", 2}, Case{"implausible", 3}}) {
+    auto e = s->evaluate(job(c.scenario));
+    ASSERT_TRUE(e) << c.scenario << ": " << e.error().to_string();
+    EXPECT_EQ(e->result.reward.tier, c.tier) << c.scenario;
+  }
+  auto v = s->evaluate(job("implausible"));
+  ASSERT_TRUE(v);
+  ASSERT_EQ(v->result.violations.size(), 1u);  // flagged for audit, still rewarded
+  EXPECT_EQ(v->result.violations[0].rule, "implausible_speedup");
+  auto verify = s->evaluate(job("fast", BenchMode::kVerify));
+  ASSERT_TRUE(verify);
+  EXPECT_EQ(verify->result.reward.tier, 3);  // the fake times even in verify; the rule is pure
+}
+
+TEST_F(BenchServiceTest, FailedChecksAndViolationsAreResultsWithTierMinusOne) {
+  auto s = make();
+  ASSERT_TRUE(s);
+  auto e = s->evaluate(job("fail_check"));
+  ASSERT_TRUE(e) << e.error().to_string();
+  EXPECT_FALSE(e->passed);
+  EXPECT_EQ(e->result.reward.tier, -1);
+  ASSERT_EQ(e->result.checks.size(), 2u);
+  EXPECT_TRUE(std::isinf(e->result.checks[1].max_abs_error));
+  EXPECT_EQ(e->result.checks[1].first_mismatch_index, 17);
+  auto v = s->evaluate(job("violation"));
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->result.reward.tier, -1);
+  EXPECT_EQ(v->result.violations[0].rule, "forbidden_op");
+}
+
+TEST_F(BenchServiceTest, ContinuousRewardWhenConfigured) {
+  options_.bench.reward = "continuous";
+  auto s = make();
+  ASSERT_TRUE(s);
+  auto e = s->evaluate(job("fast"));
+  ASSERT_TRUE(e);
+  EXPECT_NEAR(e->result.reward.continuous, std::log(2.0), 1e-9);
+}
+
+TEST_F(BenchServiceTest, RequestCarriesOverridesCachedBaselinesAndTheDevice) {
+  options_.device = 3;
+  auto s = make();
+  ASSERT_TRUE(s);
+  BenchJob j = job("echo_request");
+  j.overrides.timed_trials = 7;
+  j.overrides.tolerance_profile = "strict";
+  j.seeds = {11, 12};
+  j.baseline = CachedBaseline{300.0, 250.0};
+  auto e = s->evaluate(j);
+  ASSERT_TRUE(e) << e.error().to_string();
+  ASSERT_EQ(e->harness.notes.size(), 2u);
+  auto req = nlohmann::json::parse(e->harness.notes[0]);
+  EXPECT_EQ(req["options"]["timed_trials"], 7);
+  EXPECT_EQ(req["options"]["verify_input_sets"], 5);  // the service default
+  EXPECT_EQ(req["options"]["tolerance_profile"], "strict");
+  EXPECT_EQ(req["options"]["measure_eager"], false);
+  EXPECT_EQ(req["options"]["measure_compile"], false);
+  EXPECT_EQ(req["seeds"], nlohmann::json::array({11, 12}));
+  EXPECT_EQ(req["device"], 0);
+  EXPECT_EQ(e->harness.notes[1].rfind("env:", 0), 0u);
+  EXPECT_NE(e->harness.notes[1], "env:");  // CUDA_VISIBLE_DEVICES is set
+  // The cached medians stand in for the baselines that were not re-measured.
+  EXPECT_DOUBLE_EQ(e->result.speedup_vs_eager, 3.0);
+  EXPECT_DOUBLE_EQ(e->result.speedup_vs_compile, 2.5);
+  EXPECT_EQ(e->result.reward.tier, 3);
+}
+
+TEST_F(BenchServiceTest, HarnessErrorsAreTyped) {
+  auto s = make();
+  ASSERT_TRUE(s);
+  auto t = s->evaluate(job("task_error"));
+  ASSERT_FALSE(t);
+  EXPECT_EQ(t.error().code, "harness.task");
+  EXPECT_EQ(t.error().category, ErrorCategory::kInvalidInput);
+  auto g = s->evaluate(job("garbage"));
+  ASSERT_FALSE(g);
+  EXPECT_EQ(g.error().code, "bench.result");
+  auto n = s->evaluate(job("no_result"));
+  ASSERT_FALSE(n);
+  EXPECT_EQ(n.error().code, "bench.no_result");
+  EXPECT_EQ(health_checks_, 0);
+  BenchJob late = job("fast");
+  late.deadline_unix_ms = now_unix_ms() - 1;
+  auto d = s->evaluate(late);
+  ASSERT_FALSE(d);
+  EXPECT_EQ(d.error().code, "bench.deadline");
+  BenchJob unknown = job("fast", BenchMode::kUnknown);
+  EXPECT_FALSE(s->evaluate(unknown));
+}
+
+TEST_F(BenchServiceTest, CrashIsATypedErrorAndTheGpuIsCheckedAfter) {
+  auto s = make();
+  ASSERT_TRUE(s);
+  auto e = s->evaluate(job("crash"));
+  ASSERT_FALSE(e);
+  EXPECT_EQ(e.error().code, "bench.crashed");
+  EXPECT_NE(e.error().message.find("signal 11"), std::string::npos) << e.error().message;
+  EXPECT_NE(e.error().message.find("about to crash"), std::string::npos) << e.error().message;
+  EXPECT_EQ(health_checks_, 1);
+  EXPECT_TRUE(s->healthy());
+  EXPECT_TRUE(s->evaluate(job("fast")));  // the service keeps serving
+}
+
+TEST_F(BenchServiceTest, HangIsKilledAtTheDeadline) {
+  options_.bench.harness_wall_ms = 1000;
+  auto s = make();
+  ASSERT_TRUE(s);
+  auto e = s->evaluate(job("hang"));
+  ASSERT_FALSE(e);
+  EXPECT_EQ(e.error().code, "bench.timeout");
+  EXPECT_EQ(e.error().category, ErrorCategory::kTimeout);
+  EXPECT_EQ(health_checks_, 1);
+}
+
+TEST_F(BenchServiceTest, DeviceFaultWithAFailedHealthCheckStopsWorkUntilTheGpuRecovers) {
+  auto s = make();
+  ASSERT_TRUE(s);
+  gpu_broken_ = true;
+  auto e = s->evaluate(job("device_fault"));
+  ASSERT_TRUE(e) << e.error().to_string();  // the candidate's fault: a result, tier -1
+  EXPECT_EQ(e->result.reward.tier, -1);
+  EXPECT_TRUE(e->harness.device_fault);
+  EXPECT_FALSE(s->healthy());
+  auto refused = s->evaluate(job("fast"));
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, "bench.gpu_unhealthy");
+  EXPECT_EQ(refused.error().category, ErrorCategory::kUnavailable);
+  gpu_broken_ = false;
+  auto ok = s->evaluate(job("fast"));
+  ASSERT_TRUE(ok) << ok.error().to_string();
+  EXPECT_TRUE(s->healthy());
+  EXPECT_EQ(health_checks_, 3);
+}
+
+TEST_F(BenchServiceTest, MissingPythonOrHarnessIsUnavailable) {
+  options_.bench.python = "/nonexistent/python3";
+  auto a = BenchService::create(options_);
+  ASSERT_FALSE(a);
+  EXPECT_EQ(a.error().code, "bench.spawn");
+  SetUp();
+  options_.harness_dir = "/nonexistent";
+  auto b = BenchService::create(options_);
+  ASSERT_FALSE(b);
+  EXPECT_EQ(b.error().code, "bench.spawn");
+}
+
+TEST(ScoreEvaluation, NoChecksIsNotAPass) {
+  BenchEvaluation e;
+  e.harness.ok = true;
+  e.harness.passed = true;
+  score_evaluation(e, RewardRule{}, std::nullopt);
+  EXPECT_FALSE(e.passed);
+  EXPECT_EQ(e.result.reward.tier, -1);
+}
+
+}  // namespace
+}  // namespace cuda_agent

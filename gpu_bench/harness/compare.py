@@ -1,0 +1,114 @@
+"""Output comparison on the GPU: the statistics tolerance.py defines, computed with torch, and the
+checks of one candidate output set against the reference's."""
+
+import torch
+
+import guard
+import tolerance
+
+
+def flatten_outputs(out):
+    """A forward's result as a list: a tensor, or a tuple/list of tensors (one level)."""
+    if isinstance(out, (tuple, list)):
+        return list(out)
+    return [out]
+
+
+def dtype_name(dtype):
+    return str(dtype).replace("torch.", "")
+
+
+def tensor_stats(cand, ref, atol, rtol):
+    """tolerance.stats_from_lists, on the GPU. cand and ref have the same shape and dtype."""
+    s = tolerance.empty_stats()
+    s["numel"] = ref.numel()
+    if ref.numel() == 0:
+        return s
+    if not ref.is_floating_point() and not ref.is_complex():
+        bad = (cand != ref).flatten()
+        c = cand.to(torch.float64).flatten()
+        r = ref.to(torch.float64).flatten()
+    else:
+        wide = torch.float64 if ref.dtype == torch.float64 else torch.float32
+        c = cand.to(wide).flatten()
+        r = ref.to(wide).flatten()
+        bad = ~torch.isclose(c, r, rtol=rtol, atol=atol, equal_nan=True)
+    count = int(bad.sum().item())
+    s["bad_count"] = count
+    if count:
+        s["first_bad_index"] = int(torch.argmax(bad.to(torch.uint8)).item())
+    both_nan = torch.isnan(c) & torch.isnan(r)
+    d = torch.where(c == r, torch.zeros_like(c), (c - r).abs())
+    d = torch.where(torch.isnan(d) & ~both_nan, torch.full_like(d, float("inf")), d)
+    d = torch.where(both_nan, torch.zeros_like(d), d)
+    s["max_abs"] = float(d.max().item())
+    ra = r.abs()
+    rel_ok = (r != 0) & torch.isfinite(r)
+    if bool(rel_ok.any()):
+        s["max_rel"] = float(torch.where(rel_ok, d / torch.where(rel_ok, ra, torch.ones_like(ra)),
+                                         torch.zeros_like(d)).max().item())
+    finite_r = torch.isfinite(r)
+    rf = torch.where(finite_r, r, torch.zeros_like(r)).to(torch.float64)
+    df = torch.where(finite_r & ~both_nan, d, torch.zeros_like(d)).to(torch.float64)
+    s["ref_norm"] = float(torch.linalg.vector_norm(rf).item())
+    s["diff_norm"] = float(torch.linalg.vector_norm(df).item())
+    return s
+
+
+def check_outputs(cand_out, ref_out, profile, device_index, tag):
+    """The checks of one forward's outputs: structure, then tolerance and relative norm per
+    output. Returns (checks, violations)."""
+    checks = []
+    violations = []
+    cands = flatten_outputs(cand_out)
+    refs = flatten_outputs(ref_out)
+    problems = []
+    if len(cands) != len(refs):
+        problems.append("returned %d outputs, the reference %d" % (len(cands), len(refs)))
+    else:
+        for i, (c, r) in enumerate(zip(cands, refs)):
+            if not isinstance(c, torch.Tensor):
+                problems.append("output %d is a %s, not a tensor" % (i, type(c).__name__))
+                continue
+            ok, why = guard.is_plain_dense_cuda(c, device_index)
+            if not ok:
+                problems.append("output %d %s" % (i, why))
+                if type(c) is not torch.Tensor:
+                    violations.append({"rule": "tensor_subclass_output",
+                                       "detail": "output %d %s" % (i, why)})
+                continue
+            if c.dtype != r.dtype:
+                problems.append("output %d has dtype %s, the reference %s" % (i, c.dtype, r.dtype))
+            if tuple(c.shape) != tuple(r.shape):
+                problems.append("output %d has shape %s, the reference %s"
+                                % (i, tuple(c.shape), tuple(r.shape)))
+    checks.append({"name": "outputs" + tag, "passed": not problems,
+                   "message": "; ".join(problems)})
+    if problems:
+        return checks, violations
+    for i, (c, r) in enumerate(zip(cands, refs)):
+        dt = dtype_name(r.dtype)
+        atol, rtol = tolerance.tolerance_for(profile, dt)
+        s = tensor_stats(c, r, atol, rtol)
+        suffix = tag if len(refs) == 1 else tag[:-1] + ",out=%d]" % i
+        for name, passed, message in tolerance.judge(s, atol, rtol,
+                                                     tolerance.rel_norm_limit(profile, dt)):
+            checks.append({"name": name + suffix, "passed": passed,
+                           "max_abs_error": s["max_abs"], "max_rel_error": s["max_rel"],
+                           "first_mismatch_index": s["first_bad_index"] if name == "tolerance"
+                           else -1,
+                           "message": message})
+    return checks, violations
+
+
+def same_bits(a, b):
+    """Whether two tensors hold exactly the same bytes (NaNs included)."""
+    if a.dtype != b.dtype or tuple(a.shape) != tuple(b.shape):
+        return False
+    if a.numel() == 0:
+        return True
+    a = a.contiguous().reshape(-1)
+    b = b.contiguous().reshape(-1)
+    if a.dtype == torch.bool:
+        return bool(torch.equal(a, b))
+    return bool(torch.equal(a.view(torch.uint8), b.view(torch.uint8)))

@@ -1,0 +1,318 @@
+"""One evaluation: load the task and the solution, run the correctness checks, then time or
+profile (DESIGN.md section 5). Called by harness.py with torch not yet imported."""
+
+import builtins
+import os
+import random
+import sys
+import time
+import types
+
+import torch
+
+import compare
+import device as device_mod
+import guard
+import launchers
+import policy
+from errors import HarnessError
+
+# Builtins model_new.py does not get at run time (the AST check refuses them too).
+_REMOVED_BUILTINS = policy.FORBIDDEN_BUILTINS - {"type", "object", "id", "memoryview"}
+
+
+def _guarded_import(name, globals=None, locals=None, fromlist=(), level=0):
+    if level != 0 or name not in policy.ALLOWED_MODULES:
+        raise ImportError("model_new.py may not import '%s'" % name)
+    return builtins.__import__(name, globals, locals, fromlist, level)
+
+
+def _restricted_builtins():
+    b = {k: v for k, v in vars(builtins).items() if k not in _REMOVED_BUILTINS}
+    b["__import__"] = _guarded_import
+    return b
+
+
+def _new_precision_api():
+    """PyTorch 2.9+ has fp32_precision settings and warns (or refuses) when the legacy
+    allow_tf32 switches are mixed with them; use one API only."""
+    try:  # older torch raises AssertionError, not AttributeError, for unknown attributes
+        torch.backends.cuda.matmul.fp32_precision
+        return True
+    except Exception:  # noqa: BLE001
+        return False
+
+
+_FLAG_READERS = [
+    ("torch.backends.cuda.matmul.fp32_precision",
+     lambda: torch.backends.cuda.matmul.fp32_precision),
+    ("torch.backends.cudnn.conv.fp32_precision", lambda: torch.backends.cudnn.conv.fp32_precision),
+    ("torch.backends.cuda.matmul.allow_tf32", lambda: torch.backends.cuda.matmul.allow_tf32),
+    ("torch.backends.cudnn.allow_tf32", lambda: torch.backends.cudnn.allow_tf32),
+    ("torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction",
+     lambda: torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction),
+    ("torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction",
+     lambda: torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction),
+    ("torch.backends.cudnn.benchmark", lambda: torch.backends.cudnn.benchmark),
+    ("torch.backends.cudnn.deterministic", lambda: torch.backends.cudnn.deterministic),
+]
+
+
+def precision_flags(allow_tf32):
+    """Sets TF32 for matmul and cuDNN (the same for every contender) and returns the flags."""
+    if _new_precision_api():
+        mode = "tf32" if allow_tf32 else "ieee"
+        torch.backends.cuda.matmul.fp32_precision = mode
+        torch.backends.cudnn.conv.fp32_precision = mode
+        try:
+            torch.backends.cudnn.rnn.fp32_precision = mode
+        except Exception:  # noqa: BLE001 (no RNN setting in this torch)
+            pass
+    else:
+        torch.backends.cuda.matmul.allow_tf32 = allow_tf32
+        torch.backends.cudnn.allow_tf32 = allow_tf32
+    torch.backends.cudnn.benchmark = False
+    return read_precision_flags()
+
+
+def read_precision_flags():
+    new_api = _new_precision_api()
+    flags = []
+    for name, read in _FLAG_READERS:
+        if new_api and name.endswith("allow_tf32"):
+            continue
+        if not new_api and name.endswith("fp32_precision"):
+            continue
+        try:
+            flags.append("%s=%s" % (name, read()))
+        except Exception as e:  # noqa: BLE001 (a flag this torch lacks)
+            flags.append("%s=unavailable(%s)" % (name, type(e).__name__))
+    return flags
+
+
+def _read(path, what):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError as e:
+        raise HarnessError("not_found", "harness.request", "cannot read %s '%s': %s"
+                           % (what, path, e))
+
+
+class Session:
+    """Everything one evaluation holds: the device, both models, the input generator."""
+
+    def __init__(self, request, options, result):
+        self.request = request
+        self.options = options
+        self.result = result
+        self.index = int(request.get("device", 0))
+        self.dev_name = "cuda:%d" % self.index
+        self.task = None
+        self.ref = None
+        self.new = None
+        self.init_inputs = None
+
+    # --- checks and violations --------------------------------------------------------------
+    def check(self, name, passed, message="", **extra):
+        c = {"name": name, "passed": bool(passed), "max_abs_error": 0.0, "max_rel_error": 0.0,
+             "first_mismatch_index": -1, "message": message}
+        c.update(extra)
+        self.result["checks"].append(c)
+        return passed
+
+    def violation(self, rule, detail):
+        self.result["violations"].append({"rule": rule, "detail": detail})
+
+    # --- loading ------------------------------------------------------------------------------
+    def load_task(self):
+        src = _read(self.request["task_model_py"], "task model.py")
+        module = types.ModuleType("task_model")
+        module.__file__ = "model.py"
+        try:
+            exec(compile(src, "model.py", "exec"), module.__dict__)
+        except Exception as e:  # noqa: BLE001 (a broken task is a task error)
+            raise HarnessError("invalid_input", "harness.task", "model.py: %s: %s"
+                               % (type(e).__name__, e))
+        for name in ("Model", "get_inputs", "get_init_inputs"):
+            if not hasattr(module, name):
+                raise HarnessError("invalid_input", "harness.task", "model.py has no '%s'" % name)
+        self.task = module
+
+    def static_policy(self, source):
+        findings = policy.check_source(source)
+        for f in findings:
+            self.result["violations"].append(f.to_dict())
+        return self.check("policy.ast", not findings, "; ".join(
+            "line %d: %s (%s)" % (f.line, f.detail, f.rule) for f in findings[:20]))
+
+    def load_solution(self, source, cudart):
+        try:
+            kernels = launchers.build_module(self.request["library"],
+                                             self.request.get("prototypes", []), self.index,
+                                             cudart)
+        except (OSError, AttributeError, launchers.LaunchError) as e:
+            return self.check("load.library", False, "%s: %s" % (type(e).__name__, e))
+        self.check("load.library", True)
+        sys.modules["kernels"] = kernels
+        module = types.ModuleType("model_new")
+        module.__dict__["__builtins__"] = _restricted_builtins()
+        module.__dict__["__name__"] = "model_new"
+        try:
+            exec(compile(source, "model_new.py", "exec"), module.__dict__)
+            if not isinstance(module.__dict__.get("ModelNew"), type):
+                raise TypeError("model_new.py defines no class ModelNew")
+        except BaseException as e:  # noqa: BLE001 (the candidate's failure is a failed check)
+            return self.check("load.model_new", False, "%s: %s" % (type(e).__name__, e))
+        self.check("load.model_new", True)
+        self.new_module = module
+        return True
+
+    def build_models(self, seed):
+        torch.manual_seed(seed)
+        try:
+            with torch.device(self.dev_name):
+                self.init_inputs = self.task.get_init_inputs()
+                self.ref = self.task.Model(*self.init_inputs).to(self.dev_name).eval()
+        except torch.cuda.OutOfMemoryError as e:
+            raise HarnessError("invalid_input", "harness.task_too_large", "Model: %s" % e)
+        except Exception as e:  # noqa: BLE001
+            raise HarnessError("invalid_input", "harness.task", "Model(*get_init_inputs()): %s: %s"
+                               % (type(e).__name__, e))
+        try:
+            with torch.device(self.dev_name):
+                self.new = self.new_module.ModelNew(*self.init_inputs).to(self.dev_name).eval()
+            self.new.load_state_dict(self.ref.state_dict(), strict=True)
+        except BaseException as e:  # noqa: BLE001
+            return self.check("state_dict", False,
+                              "ModelNew(*get_init_inputs()) and load_state_dict(Model's): %s: %s"
+                              % (type(e).__name__, e))
+        return self.check("state_dict", True)
+
+    def make_inputs(self, seed):
+        torch.manual_seed(seed)
+        try:
+            with torch.device(self.dev_name):
+                inputs = list(self.task.get_inputs())
+            return [x.to(self.dev_name) if isinstance(x, torch.Tensor) else x for x in inputs]
+        except torch.cuda.OutOfMemoryError as e:
+            raise HarnessError("invalid_input", "harness.task_inputs_too_large",
+                               "get_inputs() does not fit on the GPU: %s" % e)
+        except Exception as e:  # noqa: BLE001
+            raise HarnessError("invalid_input", "harness.task", "get_inputs(): %s: %s"
+                               % (type(e).__name__, e))
+
+
+def clone_inputs(inputs):
+    return [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+
+
+def input_bytes(inputs):
+    return sum(x.numel() * x.element_size() for x in inputs if isinstance(x, torch.Tensor))
+
+
+def device_fault(dev):
+    """Whether the CUDA context is broken (a sticky error such as an illegal address)."""
+    try:
+        torch.cuda.synchronize()
+        return False
+    except Exception:  # noqa: BLE001
+        return True
+
+
+def run_candidate_guarded(s, inputs):
+    """(outputs or None, error message or "", guard)."""
+    g = guard.OpGuard()
+    try:
+        with torch.no_grad(), g:
+            out = s.new(*inputs)
+        torch.cuda.synchronize()
+        return out, "", g
+    except guard.GuardStop as e:
+        return None, str(e), g
+    except BaseException as e:  # noqa: BLE001
+        return None, "%s: %s" % (type(e).__name__, e), g
+
+
+def verify_one(s, dev, seed, tag, poison, first):
+    """All correctness checks on one fresh input set. Returns False at the first failure."""
+    orig = s.make_inputs(seed)
+    ref_in = clone_inputs(orig)
+    cand_in = clone_inputs(orig)
+    with torch.no_grad():
+        ref_out = s.ref(*ref_in)
+    torch.cuda.synchronize()
+    ref_mutates = any(isinstance(a, torch.Tensor) and not compare.same_bits(a, b)
+                      for a, b in zip(ref_in, orig))
+    if poison:
+        s.result["notes"].append("poisoned %d bytes of free GPU memory before candidate %s"
+                                 % (dev.poison_free_memory(reserve_big_block=first), tag))
+    out, err, g = run_candidate_guarded(s, cand_in)
+    for v in g.violations:
+        s.result["violations"].append(v)
+    if g.violations:
+        return s.check("op_guard" + tag, False, g.violations[0]["detail"])
+    if err:
+        if device_fault(dev):
+            s.result["device_fault"] = True
+        return s.check("run" + tag, False, err)
+    s.check("run" + tag, True)
+    checks, violations = compare.check_outputs(out, ref_out, s.options["tolerance_profile"],
+                                               s.index, tag)
+    s.result["checks"].extend(checks)
+    s.result["violations"].extend(violations)
+    if not all(c["passed"] for c in checks):
+        return False
+    expect = ref_in if ref_mutates else orig
+    changed = [i for i, (a, b) in enumerate(zip(cand_in, expect))
+               if isinstance(a, torch.Tensor) and not compare.same_bits(a, b)]
+    return s.check("inputs_unchanged" + tag, not changed,
+                   "candidate changed input(s) %s" % changed if changed else "")
+
+
+def run(request, options, result, t0):
+    t_import = time.perf_counter()
+    result["breakdown_s"]["startup"] = t_import - t0
+    if not torch.cuda.is_available():
+        raise HarnessError("unavailable", "harness.no_gpu",
+                           "torch.cuda.is_available() is False on this node")
+    s = Session(request, options, result)
+    try:
+        dev = device_mod.Device(s.index)
+    except Exception as e:  # noqa: BLE001
+        raise HarnessError("unavailable", "harness.no_gpu", "cuda:%d: %s" % (s.index, e))
+    result["versions"] = dev.versions()
+    result["precision_flags"] = precision_flags(bool(options["allow_tf32"]))
+    dev.disable_persisting_l2()
+    s.load_task()
+    source = _read(request["model_new_py"], "model_new.py")
+    seeds = [int(x) for x in request.get("seeds") or []]
+    rng = random.Random(int.from_bytes(os.urandom(8), "little"))
+    while len(seeds) < int(options["verify_input_sets"]):
+        seeds.append(rng.getrandbits(63))
+    result["seeds"] = seeds
+    t_load = time.perf_counter()
+    ok = s.static_policy(source) and s.load_solution(source, dev.cudart)
+    ok = ok and s.build_models(seeds[0])
+    result["breakdown_s"]["load"] = time.perf_counter() - t_load
+    t_checks = time.perf_counter()
+    if ok:
+        for i, seed in enumerate(seeds):
+            if not verify_one(s, dev, seed, "[seed=%d]" % seed, bool(options["poison_memory"]),
+                              i == 0):
+                ok = False
+                break
+    if ok and read_precision_flags() != result["precision_flags"]:
+        s.violation("precision_flags_changed", "precision flags changed while the candidate ran:"
+                    " %s" % read_precision_flags())
+        ok = s.check("precision_flags", False, "the candidate changed global precision flags")
+    result["breakdown_s"]["checks"] = time.perf_counter() - t_checks
+    if ok and request.get("mode") == "benchmark":
+        import timing
+
+        ok = timing.benchmark(s, dev, rng)
+    if ok and request.get("mode") == "profile":
+        import profile_mode
+
+        result["profile_report"] = profile_mode.profile(s, dev, seeds[0])
+    result["passed"] = bool(ok) and all(c["passed"] for c in result["checks"])

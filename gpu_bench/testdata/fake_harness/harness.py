@@ -1,0 +1,102 @@
+"""A test-only stand-in for gpu_bench/harness/harness.py (never installed): same command line,
+same request and result files (docs/formats/harness.md), no torch and no GPU. model_new.py's first
+line picks what it does: "# fake: <scenario>". Used by gpu_bench/bench_service_test.cpp to test
+result parsing, reward scoring and error mapping on CPU machines."""
+
+import json
+import os
+import signal
+import sys
+import time
+
+
+def base():
+    return {"format": "cuda-agent-harness-result", "version": 1, "mode": "verify", "ok": True,
+            "passed": True, "error": None, "device_fault": False, "violations": [],
+            "checks": [{"name": "policy.ast", "passed": True, "message": ""},
+                       {"name": "tolerance[seed=1]", "passed": True, "max_abs_error": 1e-6,
+                        "max_rel_error": 2e-6, "first_mismatch_index": -1, "message": ""}],
+            "timing": None, "versions": {"torch": "2.11.0", "gpu_name": "Fake GPU",
+                                         "driver": "580.1", "sm_clock_max_mhz": 1980,
+                                         "mem_clock_max_mhz": 3201},
+            "precision_flags": ["torch.backends.cuda.matmul.allow_tf32=False"],
+            "seeds": [1], "breakdown_s": {"startup": 0.1, "checks": 0.2}, "notes": [],
+            "profile_report": ""}
+
+
+def timing(cand, eager, comp):
+    return {"candidate_us": [cand] * 5, "eager_us": [eager] * 5,
+            "compile_us": [comp] * 5 if comp else [],
+            "summary": {"candidate": {"median": cand, "min": cand, "max": cand, "iqr": 0,
+                                      "cv": 0.01}},
+            "idle_overhead_us": 12.5, "compile_error": "" if comp else "no compiler"}
+
+
+def main():
+    args = sys.argv[1:]
+    req_path = args[args.index("--request") + 1]
+    res_path = args[args.index("--result") + 1]
+    with open(req_path) as f:
+        req = json.load(f)
+    with open(req["model_new_py"]) as f:
+        scenario = f.readline().split("fake:")[-1].strip()
+    r = base()
+    r["mode"] = req["mode"]
+    r["seeds"] = req["seeds"] or [1]
+    if scenario == "fast":  # 2x eager, 1.5x compile
+        r["timing"] = timing(100.0, 200.0, 150.0)
+    elif scenario == "eager_only":  # faster than eager, slower than compile
+        r["timing"] = timing(100.0, 120.0, 90.0)
+    elif scenario == "slow":
+        r["timing"] = timing(100.0, 102.0, 101.0)
+    elif scenario == "no_compile":
+        r["timing"] = timing(100.0, 200.0, 0)
+    elif scenario == "echo_request":  # reports what it was asked, for the request tests
+        r["notes"] = [json.dumps(req), "env:" + os.environ.get("CUDA_VISIBLE_DEVICES", "")]
+        r["timing"] = timing(100.0, 200.0, 150.0) if not req["options"]["measure_eager"] else None
+        if r["timing"]:
+            r["timing"]["eager_us"] = []
+            r["timing"]["compile_us"] = []
+    elif scenario == "fail_check":
+        r["passed"] = False
+        r["checks"][1].update({"passed": False, "max_abs_error": "inf", "max_rel_error": 3.5,
+                               "first_mismatch_index": 17, "message": "1 of 9 out of tolerance"})
+    elif scenario == "violation":
+        r["passed"] = False
+        r["checks"].append({"name": "op_guard[seed=1]", "passed": False,
+                            "message": "aten::add.Tensor called"})
+        r["violations"] = [{"rule": "forbidden_op", "detail": "aten::add.Tensor called"}]
+    elif scenario == "implausible":
+        r["timing"] = timing(1.0, 200.0, 150.0)
+        r["violations"] = [{"rule": "implausible_speedup", "detail": "200x"}]
+    elif scenario == "device_fault":
+        r["passed"] = False
+        r["device_fault"] = True
+        r["checks"][1].update({"passed": False, "message": "illegal memory access"})
+    elif scenario == "task_error":
+        r["ok"] = False
+        r["passed"] = False
+        r["error"] = {"category": "invalid_input", "code": "harness.task",
+                      "message": "model.py: NameError"}
+        with open(res_path, "w") as f:
+            json.dump(r, f)
+        return 1
+    elif scenario == "crash":
+        sys.stdout.write("about to crash\n")
+        sys.stdout.flush()
+        os.kill(os.getpid(), signal.SIGSEGV)
+    elif scenario == "hang":
+        time.sleep(600)
+    elif scenario == "garbage":
+        with open(res_path, "w") as f:
+            f.write("{not json")
+        return 0
+    elif scenario == "no_result":
+        return 0
+    with open(res_path, "w") as f:
+        json.dump(r, f)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
