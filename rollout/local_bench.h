@@ -1,0 +1,26 @@
+// The bench side of FarmEvaluationTools on this machine's GPU: an Evaluator that runs the GPU
+// bench harness through a BenchService (gpu_bench/bench_service.h) and turns the evaluation into
+// what the agent sees (the bench report) and what the reward uses (tier, continuous).
+//
+//   auto bench = std::shared_ptr<BenchService>(std::move(*BenchService::create({.device = 0})));
+//   FarmEvaluationTools tools(client, {}, local_bench_evaluator(bench));
+//
+// Final evaluations draw fresh seeds (the harness's own) and re-measure the baselines; so does
+// every other call for now (no baseline cache is consulted here).
+//
+// Threading: as the BenchService (calls are serialised on its GPU).
+#pragma once
+
+#include <memory>
+
+#include "gpu_bench/bench_service.h"
+#include "rollout/farm_tools.h"
+
+namespace cuda_agent {
+
+FarmEvaluationTools::Evaluator local_bench_evaluator(std::shared_ptr<BenchService> bench);
+
+/// The report the agent sees, cut to at most `max_lines` lines (the profiler part stays whole).
+std::string agent_bench_report(const BenchEvaluation& e, BenchMode mode, std::size_t max_lines);
+
+}  // namespace cuda_agent
