@@ -281,7 +281,10 @@ Expected<BenchEvaluation> BenchService::run_job(const BenchJob& job, const std::
     wall_ms = std::min(wall_ms, left);
   }
   spec.limits.wall_ms = wall_ms;
-  spec.limits.cpu_seconds = 2 * wall_ms / 1000 + 60;
+  // RLIMIT_CPU counts every thread of the process: a synchronising thread spins, torch.compile
+  // and the CPU side of the contenders add more. The wall deadline is the real bound; this is a
+  // backstop against a CPU-bound runaway.
+  spec.limits.cpu_seconds = 4 * wall_ms / 1000 + 120;
   spec.limits.memory_bytes = 0;  // CUDA reserves far more address space than it uses
   spec.limits.file_bytes = 2LL << 30;
   spec.limits.output_bytes = 4LL << 20;
