@@ -3,9 +3,14 @@
 // the GPU bench harness on the local GPU (gpu_bench/bench_service.h) and prints the report
 // (gpu_bench/bench_report.h).
 //
+// `cuda-agent serve bench-pool` (the broker) and `cuda-agent serve bench-worker --gpu N` (one per
+// GPU, tagged with its model) run the same evaluation for remote clients (gpu_bench/bench_pool.h).
+//
 // Exit codes: 0 the solution is correct (reward tier +1 or better); 1 it failed a check or a
 // policy rule, or the evaluation could not run (no GPU, a crash, a timeout); 2 bad input or a
 // solution that does not compile.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -13,11 +18,13 @@
 
 #include "cli/command.h"
 #include "cli/solution_files.h"
+#include "cli/stop_signals.h"
 #include "cluster/manifest.h"
 #include "compile_farm/farm.h"
 #include "core/clock.h"
 #include "core/content_hash.h"
 #include "core/log.h"
+#include "gpu_bench/bench_pool.h"
 #include "gpu_bench/bench_report.h"
 #include "gpu_bench/bench_service.h"
 #include "gpu_bench/bench_store.h"
@@ -203,6 +210,109 @@ void add_bench_commands(CLI::App& app, CommandResult& result) {
       (void)setup_logging(
           {.level = "warn", .format = app.get_option("--log-format")->as<std::string>()});
     result.exit_code = run_bench(*args);
+  });
+
+  // `serve` is made by add_compile_commands.
+  CLI::App* serve = app.get_subcommand("serve");
+  auto pool_args =
+      std::make_shared<std::pair<std::string, std::string>>("tcp://*:5561", "tcp://*:5562");
+  CLI::App* pool = serve->add_subcommand(
+      "bench-pool",
+      "The GPU bench pool's broker: clients on one endpoint, bench workers on another.");
+  pool->add_option("--clients", pool_args->first, "endpoint clients connect to")
+      ->capture_default_str();
+  pool->add_option("--workers", pool_args->second, "endpoint bench workers connect to")
+      ->capture_default_str();
+  pool->callback([pool_args, &result] {
+    StopSignals signals;
+    WorkPoolBrokerOptions o;
+    o.name = "bench-pool";
+    o.client_endpoint = pool_args->first;
+    o.worker_endpoint = pool_args->second;
+    auto broker = WorkPoolBroker::start(o);
+    if (!broker) {
+      result.exit_code = report(broker.error());
+      return;
+    }
+    std::printf("bench pool: clients %s, workers %s\n", (*broker)->client_endpoint().c_str(),
+                (*broker)->worker_endpoint().c_str());
+    std::fflush(stdout);
+    int sig = signals.wait();
+    log_info("bench pool stopping", {{"signal", std::to_string(sig)}});
+    (*broker)->stop();
+  });
+
+  struct WorkerArgs {
+    std::string connect;
+    std::int64_t gpu = 0;
+    std::string manifest;
+    std::string id;
+  };
+  auto worker_args = std::make_shared<WorkerArgs>();
+  CLI::App* worker = serve->add_subcommand(
+      "bench-worker",
+      "One GPU bench worker: owns one GPU, joins a bench pool tagged with the GPU's model, and "
+      "verifies, times and profiles solutions sent to it.");
+  worker
+      ->add_option("--connect", worker_args->connect,
+                   "the pool's worker endpoint, e.g. tcp://pool:5562")
+      ->required();
+  worker->add_option("--gpu", worker_args->gpu, "CUDA device index this worker owns")
+      ->capture_default_str();
+  worker->add_option("--manifest", worker_args->manifest, "read [bench] options from it");
+  worker->add_option("--id", worker_args->id, "worker id (default: <host>-<pid>-gpu<N>)");
+  worker->callback([worker_args, &result] {
+    StopSignals signals;
+    BenchServiceOptions bo;
+    if (!worker_args->manifest.empty()) {
+      auto m = load_manifest(worker_args->manifest);
+      if (!m) {
+        result.exit_code = report(m.error());
+        return;
+      }
+      bo.bench = m->bench;
+    }
+    DeviceList devices = list_devices();
+    auto device = std::find_if(devices.devices.begin(), devices.devices.end(),
+                               [&](const DeviceInfo& d) { return d.index == worker_args->gpu; });
+    if (device == devices.devices.end()) {
+      result.exit_code = report(make_error(
+          ErrorCategory::kUnavailable, "bench.no_gpu",
+          "no GPU " + std::to_string(worker_args->gpu) + " on this machine" +
+              (devices.no_gpu_reason.empty() ? "" : " (" + devices.no_gpu_reason + ")")));
+      return;
+    }
+    bo.device = static_cast<int>(worker_args->gpu);
+    std::string id = worker_args->id;
+    if (id.empty()) {
+      char host[256] = {};
+      ::gethostname(host, sizeof host - 1);
+      id = std::string(host) + "-" + std::to_string(::getpid()) + "-gpu" +
+           std::to_string(worker_args->gpu);
+    }
+    bo.worker_id = WorkerId{id};
+    auto service = BenchService::create(bo);
+    if (!service) {
+      result.exit_code = report(service.error());
+      return;
+    }
+    PoolWorkerOptions wo;
+    wo.broker_endpoint = worker_args->connect;
+    wo.worker_id = WorkerId{id};
+    wo.tags = bench_worker_tags(*device);
+    wo.slots = 1;  // the GPU is owned exclusively
+    auto w = PoolWorker::start(wo, bench_handler(std::move(*service)));
+    if (!w) {
+      result.exit_code = report(w.error());
+      return;
+    }
+    std::printf("bench worker %s: GPU %lld (%s), connected to %s\n",
+                (*w)->worker_id().value().c_str(), static_cast<long long>(worker_args->gpu),
+                device->name.c_str(), wo.broker_endpoint.c_str());
+    std::fflush(stdout);
+    int sig = signals.wait();
+    log_info("bench worker stopping", {{"signal", std::to_string(sig)}});
+    (*w)->stop();
   });
 }
 

@@ -19,6 +19,7 @@
 
 #include "cli/command.h"
 #include "cli/solution_files.h"
+#include "cli/stop_signals.h"
 #include "cluster/manifest.h"
 #include "compile_farm/compile_report.h"
 #include "compile_farm/farm.h"
@@ -30,22 +31,6 @@
 namespace cuda_agent::cli {
 namespace {
 namespace fs = std::filesystem;
-
-/// Blocks SIGINT and SIGTERM in this thread (and every thread started after) and waits for one.
-struct StopSignals {
-  sigset_t set;
-  StopSignals() {
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  }
-  int wait() {
-    int sig = 0;
-    sigwait(&set, &sig);
-    return sig;
-  }
-};
 
 struct CompileArgs {
   std::string dir;

@@ -9,6 +9,7 @@ using Cxx = import "/capnp/c++.capnp";
 $Cxx.namespace("cuda_agent::wire");
 
 using Common = import "common.capnp";
+using Compile = import "compile.capnp";
 
 # What the worker is asked to do.
 enum BenchMode {
@@ -40,6 +41,16 @@ struct BenchRunOptions {
   allowTf32 @6 :Bool;                 # TF32 for matmul and cuDNN, same for all contenders
 }
 
+# The task and the built solution carried in the request, for a worker that evaluates without
+# store access (gpu_bench/bench_pool.h).
+struct BenchPayload {
+  taskModelPy @0 :Text;                            # the task's model.py; TaskRef.contentHash is its hash
+  sharedObject @1 :Data;                           # the built shared object (ArtifactRef.hash)
+  prototypes @2 :List(Compile.LauncherPrototype);  # its extern "C" launchers
+  modelNewPy @3 :Text;                             # the solution's model_new.py
+  toolchain @4 :Text;                              # CompileResult.toolchain, for the audit record
+}
+
 # Request: evaluate one artifact on one task.
 struct BenchRequest {
   schemaId @0 :UInt64;              # this struct's type id; a frame of another type is rejected
@@ -49,6 +60,7 @@ struct BenchRequest {
   mode @4 :BenchMode;               # verify, benchmark or profile
   seeds @5 :List(UInt64);           # one per correctness input set; empty: the worker draws them
   options @6 :BenchRunOptions;      # evaluation settings
+  payload @7 :BenchPayload;         # the task and solution inline; unset: look them up by ref
 }
 
 # One correctness check and its outcome.

@@ -117,6 +117,25 @@ std::string encode_bench_request(const BenchRequest& request) {
   options.setInputSets(o.input_sets);
   options.setCheckedTrialFraction(o.checked_trial_fraction);
   options.setAllowTf32(o.allow_tf32);
+  if (request.payload) {
+    const BenchPayload& p = *request.payload;
+    auto w = root.initPayload();
+    w.setTaskModelPy(text(p.task_model_py));
+    w.setSharedObject(as_data(p.shared_object));
+    auto protos = w.initPrototypes(p.prototypes.size());
+    for (unsigned i = 0; i < p.prototypes.size(); ++i) {
+      protos[i].setName(text(p.prototypes[i].name));
+      auto params = protos[i].initParams(p.prototypes[i].params.size());
+      for (unsigned j = 0; j < p.prototypes[i].params.size(); ++j) {
+        const LauncherParam& q = p.prototypes[i].params[j];
+        params[j].setName(text(q.name));
+        params[j].setCType(text(q.c_type));
+        params[j].setKind(enum_to_wire<wire::ParamKind>(q.kind));
+      }
+    }
+    w.setModelNewPy(text(p.model_new_py));
+    w.setToolchain(text(p.toolchain));
+  }
   return capnp_io::to_bytes(message);
 }
 
@@ -139,6 +158,22 @@ Expected<BenchRequest> decode_bench_request(std::string_view bytes, const Decode
         out.options.input_sets = o.getInputSets();
         out.options.checked_trial_fraction = o.getCheckedTrialFraction();
         out.options.allow_tf32 = o.getAllowTf32();
+        if (r.hasPayload()) {
+          auto w = r.getPayload();
+          BenchPayload p;
+          p.task_model_py = str(w.getTaskModelPy());
+          p.shared_object = from_data(w.getSharedObject());
+          for (auto proto : w.getPrototypes()) {
+            LauncherPrototype lp{str(proto.getName()), {}};
+            for (auto q : proto.getParams())
+              lp.params.push_back({str(q.getName()), str(q.getCType()),
+                                   enum_from_wire(q.getKind(), ParamKind::kStream)});
+            p.prototypes.push_back(std::move(lp));
+          }
+          p.model_new_py = str(w.getModelNewPy());
+          p.toolchain = str(w.getToolchain());
+          out.payload = std::move(p);
+        }
         return out;
       });
 }

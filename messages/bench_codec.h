@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,6 +24,7 @@
 #include "core/error.h"
 #include "core/ids.h"
 #include "messages/common_codec.h"
+#include "messages/compile_codec.h"
 
 namespace cuda_agent {
 
@@ -57,14 +59,24 @@ struct BenchRunOptions {
   bool allow_tf32 = false;              ///< TF32 for matmul and cuDNN, same for all contenders
 };
 
+/// The task and the built solution, carried in the request (for workers without store access).
+struct BenchPayload {
+  std::string task_model_py;                  ///< the task's model.py
+  std::string shared_object;                  ///< the built shared object's bytes
+  std::vector<LauncherPrototype> prototypes;  ///< its extern "C" launchers
+  std::string model_new_py;                   ///< the solution's model_new.py
+  std::string toolchain;                      ///< CompileResult::toolchain
+};
+
 /// Evaluate one artifact on one task.
 struct BenchRequest {
   RequestHeader header;  ///< request id, run id, policy version, deadline
   TaskRef task;          ///< the task to evaluate against
   ArtifactRef artifact;  ///< the built solution
   BenchMode mode = BenchMode::kVerify;
-  std::vector<std::uint64_t> seeds;  ///< one per correctness input set; empty: worker draws them
-  BenchRunOptions options;           ///< evaluation settings
+  std::vector<std::uint64_t> seeds;     ///< one per correctness input set; empty: worker draws them
+  BenchRunOptions options;              ///< evaluation settings
+  std::optional<BenchPayload> payload;  ///< set: evaluate from it; nullopt: look up by ref
 };
 
 /// One correctness check and its outcome.

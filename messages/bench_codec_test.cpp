@@ -46,7 +46,34 @@ TEST(BenchCodec, RequestRoundTrips) {
   EXPECT_EQ(out->options.input_sets, 8u);
   EXPECT_DOUBLE_EQ(out->options.checked_trial_fraction, 0.1);
   EXPECT_TRUE(out->options.allow_tf32);
+  EXPECT_FALSE(out->payload.has_value());
   EXPECT_EQ(encode_bench_request(*out), bytes);
+}
+
+TEST(BenchCodec, RequestPayloadRoundTrips) {
+  BenchRequest in = wire_samples::bench_request();
+  in.payload = BenchPayload{"class Model: ...\n",
+                            std::string("\x7f"
+                                        "ELF\0\x01",
+                                        6),
+                            {{"k_launch",
+                              {{"x", "const float*", ParamKind::kPointer},
+                               {"n", "int", ParamKind::kInteger},
+                               {"s", "cudaStream_t", ParamKind::kStream}}}},
+                            "class ModelNew: ...\n",
+                            "nvcc 13.0"};
+  auto out = decode_bench_request(encode_bench_request(in));
+  ASSERT_TRUE(out) << out.error().to_string();
+  ASSERT_TRUE(out->payload.has_value());
+  EXPECT_EQ(out->payload->task_model_py, in.payload->task_model_py);
+  EXPECT_EQ(out->payload->shared_object, in.payload->shared_object);
+  ASSERT_EQ(out->payload->prototypes.size(), 1u);
+  EXPECT_EQ(out->payload->prototypes[0].name, "k_launch");
+  ASSERT_EQ(out->payload->prototypes[0].params.size(), 3u);
+  EXPECT_EQ(out->payload->prototypes[0].params[1].kind, ParamKind::kInteger);
+  EXPECT_EQ(out->payload->prototypes[0].params[2].c_type, "cudaStream_t");
+  EXPECT_EQ(out->payload->model_new_py, in.payload->model_new_py);
+  EXPECT_EQ(out->payload->toolchain, "nvcc 13.0");
 }
 
 TEST(BenchCodec, ResultReplyRoundTrips) {
