@@ -24,8 +24,8 @@ __global__ void rms_norm_regs(const float* __restrict__ x, float* __restrict__ y
 }
 
 // Any C: two passes over the thread's column (the second mostly from L2).
-__global__ void rms_norm_any(const float* __restrict__ x, float* __restrict__ y, int C,
-                             long long S, float eps) {
+__global__ void rms_norm_any(const float* __restrict__ x, float* __restrict__ y, int C, long long S,
+                             float eps) {
   long long s = blockIdx.x * (long long)blockDim.x + threadIdx.x;
   if (s >= S) return;
   const long long base = (long long)blockIdx.y * C * S + s;
@@ -39,8 +39,8 @@ __global__ void rms_norm_any(const float* __restrict__ x, float* __restrict__ y,
 }
 
 // x, y: float32 [batch, channels, inner], contiguous.
-extern "C" void rms_norm_forward(const float* x, float* y, int batch, int channels,
-                                 long long inner, float eps, cudaStream_t stream) {
+extern "C" void rms_norm_forward(const float* x, float* y, int batch, int channels, long long inner,
+                                 float eps, cudaStream_t stream) {
   const int threads = 256;
   dim3 grid((unsigned)((inner + threads - 1) / threads), (unsigned)batch);
   if (channels == 64)

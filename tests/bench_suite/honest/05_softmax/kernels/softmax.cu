@@ -75,7 +75,8 @@ __global__ void __launch_bounds__(1024)
   const float* row = x + blockIdx.x * cols;
   float* out = y + blockIdx.x * cols;
   MaxSum acc{-CUDART_INF_F, 0.f};
-  for (long long i = threadIdx.x; i < cols; i += blockDim.x) acc = combine(acc, MaxSum{row[i], 1.f});
+  for (long long i = threadIdx.x; i < cols; i += blockDim.x)
+    acc = combine(acc, MaxSum{row[i], 1.f});
   const MaxSum t = block_reduce(acc);
   const float inv = 1.f / t.s;
   for (long long i = threadIdx.x; i < cols; i += blockDim.x) out[i] = __expf(row[i] - t.m) * inv;

@@ -104,9 +104,9 @@ __global__ void layer_norm_apply_any(const float* __restrict__ x, const float* _
 
 // x, y: float32 [rows, cols]; weight, bias: float32 [cols]; partials: float64 [rows * parts * 2]
 // scratch; stats: float32 [rows * 2] scratch (mean, rstd per row). All contiguous.
-extern "C" void layer_norm_forward(const float* x, const float* weight, const float* bias,
-                                   float* y, double* partials, float* stats, int rows,
-                                   long long cols, int parts, float eps, cudaStream_t stream) {
+extern "C" void layer_norm_forward(const float* x, const float* weight, const float* bias, float* y,
+                                   double* partials, float* stats, int rows, long long cols,
+                                   int parts, float eps, cudaStream_t stream) {
   layer_norm_partials<<<dim3((unsigned)parts, (unsigned)rows), 256, 0, stream>>>(x, cols, parts,
                                                                                  partials);
   layer_norm_stats<<<rows, 32, 0, stream>>>(x, cols, parts, partials, eps, stats);

@@ -35,7 +35,8 @@ __global__ void hinge_partials(const float* __restrict__ p, const float* __restr
     }
   } else {
     for (long long r = blockIdx.x; r < rows; r += gridDim.x)
-      for (long long j = threadIdx.x; j < cols; j += blockDim.x) acc += hinge(p[r * cols + j], t[j]);
+      for (long long j = threadIdx.x; j < cols; j += blockDim.x)
+        acc += hinge(p[r * cols + j], t[j]);
   }
   double s = block_sum((double)acc);
   if (threadIdx.x == 0) partials[blockIdx.x] = s;
@@ -51,9 +52,9 @@ __global__ void mean_of_partials(const double* __restrict__ partials, int count,
 
 // predictions: float32 [rows, cols]; targets: float32 [cols]; partials: float64 [blocks]
 // scratch; out: float32 scalar.
-extern "C" void hinge_loss_forward(const float* predictions, const float* targets,
-                                   double* partials, float* out, long long rows, long long cols,
-                                   int blocks, cudaStream_t stream) {
+extern "C" void hinge_loss_forward(const float* predictions, const float* targets, double* partials,
+                                   float* out, long long rows, long long cols, int blocks,
+                                   cudaStream_t stream) {
   hinge_partials<<<blocks, 256, 0, stream>>>(predictions, targets, rows, cols, partials);
   mean_of_partials<<<1, 1024, 0, stream>>>(partials, blocks, rows * cols, out);
 }

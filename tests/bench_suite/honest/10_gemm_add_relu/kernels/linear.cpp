@@ -23,8 +23,8 @@ cublasHandle_t handle() {
 }  // namespace
 
 // Returns 0 on success, else the cublasStatus_t (or -1 when no handle could be made).
-extern "C" int linear_no_bias(const float* x, const float* w, float* y, int batch,
-                              int in_features, int out_features, cudaStream_t stream) {
+extern "C" int linear_no_bias(const float* x, const float* w, float* y, int batch, int in_features,
+                              int out_features, cudaStream_t stream) {
   cublasHandle_t h = handle();
   if (!h) return -1;
   cublasStatus_t s = cublasSetStream(h, stream);

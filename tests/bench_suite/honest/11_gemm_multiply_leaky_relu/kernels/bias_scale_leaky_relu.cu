@@ -31,18 +31,17 @@ __global__ void bias_scale_leaky_any(float* __restrict__ y, const float* __restr
 }
 
 // y: float32 [rows, cols] (in place); bias: float32 [cols].
-extern "C" void bias_scale_leaky_relu_inplace(float* y, const float* bias, int rows,
-                                              long long cols, float multiplier,
-                                              float negative_slope, cudaStream_t stream) {
+extern "C" void bias_scale_leaky_relu_inplace(float* y, const float* bias, int rows, long long cols,
+                                              float multiplier, float negative_slope,
+                                              cudaStream_t stream) {
   const int threads = 256;
   if (cols % 4 == 0) {
     dim3 grid((unsigned)((cols / 4 + threads - 1) / threads), (unsigned)rows);
-    bias_scale_leaky_vec4<<<grid, threads, 0, stream>>>(
-        reinterpret_cast<float4*>(y), reinterpret_cast<const float4*>(bias), cols / 4, multiplier,
-        negative_slope);
+    bias_scale_leaky_vec4<<<grid, threads, 0, stream>>>(reinterpret_cast<float4*>(y),
+                                                        reinterpret_cast<const float4*>(bias),
+                                                        cols / 4, multiplier, negative_slope);
   } else {
     dim3 grid((unsigned)((cols + threads - 1) / threads), (unsigned)rows);
-    bias_scale_leaky_any<<<grid, threads, 0, stream>>>(y, bias, cols, multiplier,
-                                                       negative_slope);
+    bias_scale_leaky_any<<<grid, threads, 0, stream>>>(y, bias, cols, multiplier, negative_slope);
   }
 }

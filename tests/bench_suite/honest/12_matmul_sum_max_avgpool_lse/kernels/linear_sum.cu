@@ -79,8 +79,8 @@ __global__ void gemv_rows(const float* __restrict__ x, const float* __restrict__
 // (the [batch, 1] result); partials: float32 [chunks * in], wsum: float32 [in], bsum: float32 [1]
 // scratch. All contiguous.
 extern "C" void linear_sum_forward(const float* x, const float* weight, const float* bias,
-                                   float* out, float* partials, float* wsum, float* bsum,
-                                   int batch, int in_features, int out_features, int chunks,
+                                   float* out, float* partials, float* wsum, float* bsum, int batch,
+                                   int in_features, int out_features, int chunks,
                                    cudaStream_t stream) {
   const int threads = 256;
   const int col_blocks = (in_features + threads - 1) / threads;
@@ -88,7 +88,7 @@ extern "C" void linear_sum_forward(const float* x, const float* weight, const fl
   colsum_partials<<<dim3(col_blocks, chunks), threads, 0, stream>>>(
       weight, out_features, in_features, rows_per_chunk, partials);
   colsum_finish<<<col_blocks + 1, threads, 0, stream>>>(partials, chunks, in_features, bias,
-                                                         out_features, wsum, bsum);
+                                                        out_features, wsum, bsum);
   const int rows_per_block = threads / 32;
   gemv_rows<<<(batch + rows_per_block - 1) / rows_per_block, threads, 0, stream>>>(
       x, wsum, bsum, batch, in_features, out);

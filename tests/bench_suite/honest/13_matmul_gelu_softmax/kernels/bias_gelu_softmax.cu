@@ -6,7 +6,9 @@
 #include <cuda_runtime.h>
 #include <math_constants.h>
 
-__device__ __forceinline__ float gelu(float v) { return 0.5f * v * (1.f + erff(v * 0.70710678118654752f)); }
+__device__ __forceinline__ float gelu(float v) {
+  return 0.5f * v * (1.f + erff(v * 0.70710678118654752f));
+}
 
 // Max or sum over the block, broadcast to every thread.
 template <bool kMax>
