@@ -188,8 +188,27 @@ def build_with_nvcc(nvcc, entry_dir, work, name, arch):
 # The injected `kernels` module
 
 
-def make_kernels_module(torch, so_path, launchers, returns):
-    lib = ctypes.CDLL(so_path, mode=getattr(os, "RTLD_LOCAL", 0) | os.RTLD_NOW)
+def load_library(so_path, cuda_home):
+    """The solution's shared object. Its libcudart / libcublas are normally the ones `import
+    torch` already loaded (same sonames); a library the loader cannot find is preloaded from the
+    CUDA toolkit and the load tried again."""
+    mode = os.RTLD_NOW | getattr(os, "RTLD_LOCAL", 0)
+    preloaded = set()
+    while True:
+        try:
+            return ctypes.CDLL(so_path, mode=mode)
+        except OSError as e:
+            names = [n for n in re.findall(r"(lib[\w+-]+\.so[.\d]*)", str(e))
+                     if n not in preloaded and os.path.basename(so_path) != n]
+            candidate = os.path.join(cuda_home, "lib64", names[0]) if names else ""
+            if not candidate or not os.path.exists(candidate):
+                raise EntryError("load", f"cannot load {so_path}: {e}")
+            ctypes.CDLL(candidate, mode=os.RTLD_NOW | os.RTLD_GLOBAL)
+            preloaded.add(names[0])
+
+
+def make_kernels_module(torch, so_path, launchers, returns, cuda_home):
+    lib = load_library(so_path, cuda_home)
     module = types.ModuleType("kernels")
     for spec in launchers:
         fn = getattr(lib, spec["name"])
@@ -341,7 +360,8 @@ def measure(torch, entry_dir, name, kernels_module, args):
         result = {"correct": check["ok"], "max_abs_err": check.get("max_abs_err"),
                   "mismatch": check.get("reason", "")}
         if not check["ok"]:
-            raise EntryError("correctness", check.get("reason", "mismatch"))
+            raise EntryError("correctness", f"{check.get('reason', 'mismatch')} (max abs err "
+                                            f"{check.get('max_abs_err')})")
 
         flush = torch.empty(FLUSH_BYTES // 4, dtype=torch.float32, device=dev)
         fns = {"eager": lambda: model(*inputs), "kernel": lambda: model_new(*inputs)}
@@ -393,8 +413,8 @@ def main():
     ap.add_argument("--builder", choices=["auto", "cuda-agent", "nvcc"], default="auto")
     ap.add_argument("--cuda-agent", default="", help="cuda-agent binary (default: build-gpu/, "
                     "build/, PATH)")
-    ap.add_argument("--nvcc", default=os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"),
-                                                   "bin", "nvcc"))
+    ap.add_argument("--cuda-home", default=os.environ.get("CUDA_HOME", "/usr/local/cuda"))
+    ap.add_argument("--nvcc", default="", help="default: CUDA_HOME/bin/nvcc")
     ap.add_argument("--work", default="", help="where .so files and the store go (default: a "
                     "temporary directory)")
     ap.add_argument("--build-only", action="store_true",
@@ -402,6 +422,7 @@ def main():
     args = ap.parse_args()
     if args.trials < 1 or args.warmup < 0:
         ap.error("--trials must be >= 1 and --warmup >= 0")
+    args.nvcc = args.nvcc or os.path.join(args.cuda_home, "bin", "nvcc")
     if not os.path.isdir(args.suite):
         ap.error(f"{args.suite}: not a directory")
 
@@ -468,12 +489,12 @@ def main():
             row["launchers"] = [l["name"] for l in launchers]
             returns = return_types(os.path.join(entry_dir, "kernels"))
             if args.build_only:
-                lib = ctypes.CDLL(so, mode=os.RTLD_NOW)
+                lib = load_library(so, args.cuda_home)
                 missing = [l["name"] for l in launchers if not hasattr(lib, l["name"])]
                 if missing:
                     raise EntryError("load", f"launchers missing from {so}: {missing}")
             else:
-                kernels_module = make_kernels_module(torch, so, launchers, returns)
+                kernels_module = make_kernels_module(torch, so, launchers, returns, args.cuda_home)
                 row.update(measure(torch, entry_dir, name, kernels_module, args))
         except EntryError as e:
             row["status"] = f"failed:{e.stage}"
