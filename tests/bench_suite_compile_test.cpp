@@ -9,6 +9,7 @@
 // time; its cache lives in the build tree, so a re-run only rebuilds what changed.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -74,6 +75,7 @@ class Child {
     if (::pipe(fds) != 0) return;
     pid_ = ::fork();
     if (pid_ == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);  // a test killed by its timeout leaves no farm behind
       ::dup2(fds[1], STDOUT_FILENO);
       std::FILE* err = std::fopen(log.c_str(), "w");
       if (err) ::dup2(::fileno(err), STDERR_FILENO);
