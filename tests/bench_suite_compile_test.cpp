@@ -7,6 +7,7 @@
 //     bench itself must catch.
 // One compile farm (a broker and a two-slot worker, over ipc sockets) serves all entries, two at a
 // time; its cache lives in the build tree, so a re-run only rebuilds what changed.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -22,9 +23,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <mutex>
 #include <regex>
-#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -67,22 +66,25 @@ struct CompileOutcome {
   json report;  // the parsed --json output (null when it did not parse)
 };
 
-/// A child process whose stdout is a pipe we read its first line from; stderr goes to a log.
+/// A child process: stdout is a pipe to us, stderr goes to a log file. It gets SIGTERM when the
+/// thread that started it ends (so a test killed by its timeout leaves no farm or client behind),
+/// and on destruction unless it was waited for.
 class Child {
  public:
   Child(const std::vector<std::string>& argv, const fs::path& log) {
+    std::vector<char*> args;  // built before fork: the child may only make async-signal-safe calls
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    const std::string log_path = log.string();
     int fds[2];
-    if (::pipe(fds) != 0) return;
+    if (::pipe2(fds, O_CLOEXEC) != 0) return;
     pid_ = ::fork();
     if (pid_ == 0) {
-      ::prctl(PR_SET_PDEATHSIG, SIGTERM);  // a test killed by its timeout leaves no farm behind
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
       ::dup2(fds[1], STDOUT_FILENO);
-      std::FILE* err = std::fopen(log.c_str(), "w");
-      if (err) ::dup2(::fileno(err), STDERR_FILENO);
+      const int err = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      if (err >= 0) ::dup2(err, STDERR_FILENO);
       ::close(fds[0]);
-      std::vector<char*> args;
-      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-      args.push_back(nullptr);
       ::execv(args[0], args.data());
       ::_exit(127);
     }
@@ -104,6 +106,17 @@ class Child {
     if (!out_) return "";
     std::array<char, 512> buf{};
     return std::fgets(buf.data(), buf.size(), out_) ? std::string(buf.data()) : "";
+  }
+  /// Reads stdout to its end and waits for the exit; the exit code, or -1 when killed.
+  int finish(std::string& stdout_text) {
+    if (!out_ || pid_ <= 0) return -1;
+    std::array<char, 4096> buf;
+    std::size_t n;
+    while ((n = std::fread(buf.data(), 1, buf.size(), out_)) > 0) stdout_text.append(buf.data(), n);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
 
  private:
@@ -163,16 +176,9 @@ class SuiteRun {
   // before the threads start.
   static CompileOutcome compile(const std::string& name, const std::string& farm) {
     const fs::path err = kCache / (std::regex_replace(name, std::regex("/"), "__") + ".stderr");
-    const std::string cmd = std::string(CUDA_AGENT_EXE) + " compile --json --farm " + farm + " '" +
-                            (kSuite / name).string() + "' 2>'" + err.string() + "'";
     CompileOutcome o;
-    std::FILE* p = ::popen(cmd.c_str(), "r");
-    if (!p) return o;
-    std::array<char, 4096> buf;
-    std::size_t n;
-    while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) o.stdout_text.append(buf.data(), n);
-    const int status = ::pclose(p);
-    o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    Child c({CUDA_AGENT_EXE, "compile", "--json", "--farm", farm, (kSuite / name).string()}, err);
+    o.exit_code = c.finish(o.stdout_text);
     o.stderr_text = read_file(err);
     o.report = json::parse(o.stdout_text, nullptr, /*allow_exceptions=*/false);
     return o;
