@@ -20,8 +20,17 @@ Run on the GPU machine from the repository root (after scripts/gpu-node-run buil
 Options: --only 04_rms_norm,06_layer_norm  --trials 30  --warmup 3  --cuda-agent PATH
          --builder nvcc (skip cuda-agent)  --arch sm_90  --build-only (no torch needed)
 
-Every entry runs even when another fails; the JSON summary is written either way. Exit status:
-0 when every entry built, matched and was timed; 1 otherwise; 2 on bad arguments.
+Every entry runs in its own child process (--in-process to share one), so a CUDA fault, a hang
+(--entry-timeout) or a patched torch ends with its entry; the JSON summary is written either way.
+Exit status: 0 when every entry built, matched and was timed; 1 otherwise; 2 on bad arguments.
+
+The same script on the attack suite shows what a naive evaluator (one input set, no poisoning,
+events on the current stream) would conclude about each attack:
+
+    python3 scripts/gpu/measure_honest.py --suite tests/bench_suite/attacks --builder nvcc \
+        --out /tmp/naive_attacks.json
+
+(--builder nvcc skips the compile farm's policy, as a naive evaluator would.)
 """
 
 import argparse
@@ -120,7 +129,7 @@ def build_with_cuda_agent(exe, entry_dir, work, name, arch):
     except ValueError:
         raise EntryError("build", f"cuda-agent compile exit {rc}, no JSON: {err.strip()[-2000:]}")
     if not report.get("ok"):
-        raise EntryError("build", "cuda-agent compile refused it: " +
+        raise EntryError("policy", "cuda-agent compile refused it: " +
                          json.dumps(report.get("error", report))[:3000])
     so = os.path.join(work, name + ".so")
     rc, out, err = run([exe, "artifacts", "get", report["artifact_hash"], "--store", store,
@@ -419,6 +428,11 @@ def main():
                     "temporary directory)")
     ap.add_argument("--build-only", action="store_true",
                     help="build and load each entry's launchers; no torch, no GPU work")
+    ap.add_argument("--in-process", action="store_true",
+                    help="run every entry in this process (default: one child process per "
+                    "entry, so a CUDA fault or a patched torch cannot spoil the next entry)")
+    ap.add_argument("--entry-timeout", type=int, default=1200, help="seconds per child process")
+    ap.add_argument("--no-table", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.trials < 1 or args.warmup < 0:
         ap.error("--trials must be >= 1 and --warmup >= 0")
@@ -440,6 +454,9 @@ def main():
     if args.builder == "cuda-agent" and not exe:
         ap.error("no cuda-agent binary found; pass --cuda-agent PATH or --builder nvcc")
 
+    if not args.in_process and not args.build_only:
+        return run_isolated(args, names, work, exe)
+
     torch = None
     env = {"started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "work": work,
            "builder": args.builder, "cuda_agent": exe, "trials": args.trials,
@@ -452,8 +469,10 @@ def main():
             if not torch.cuda.is_available():
                 raise RuntimeError("torch.cuda.is_available() is False")
         except Exception as e:  # the whole run needs torch and a GPU
-            print(f"measure_honest: cannot use PyTorch on a GPU here: {e}", file=sys.stderr)
-            return 1
+            message = f"cannot use PyTorch on a GPU here: {e}"
+            print(f"measure_honest: {message}", file=sys.stderr)
+            return finish(args, env, [{"name": n, "status": "failed:no_gpu", "error": message}
+                                      for n in names])
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = True  # PyTorch's default, recorded below
         props = torch.cuda.get_device_properties(0)
@@ -480,7 +499,8 @@ def main():
                 try:
                     build = build_with_cuda_agent(exe, entry_dir, work, name, args.arch)
                 except (EntryError, OSError, subprocess.TimeoutExpired) as e:
-                    if args.builder == "cuda-agent":
+                    # A refusal is a result; only a cuda-agent that cannot run falls back to nvcc.
+                    if args.builder == "cuda-agent" or getattr(e, "stage", "") == "policy":
                         raise
                     row["cuda_agent_error"] = str(e)
             if build is None:
@@ -512,13 +532,60 @@ def main():
         results.append(row)
         print_row(row, args.build_only)
 
-    failed = [r for r in results if r["status"] != "ok"]
-    print_table(results, args.build_only)
+    return finish(args, env, results)
+
+
+def finish(args, env, results):
+    if not args.no_table:
+        print_table(results, args.build_only)
     if args.out:
         with open(args.out, "w") as f:
             json.dump({"env": env, "entries": results}, f, indent=2)
-        print(f"summary: {args.out}")
-    return 1 if failed else 0
+        if not args.no_table:
+            print(f"summary: {args.out}")
+    return 1 if any(r["status"] != "ok" for r in results) else 0
+
+
+def run_isolated(args, names, work, exe):
+    """Each entry in its own `--in-process` child: a sticky CUDA error, an exhausted GPU or a
+    solution that patches torch ends with its child."""
+    env, results = {}, []
+    for name in names:
+        out = os.path.join(work, f"{name}.result.json")
+        cmd = [sys.executable, os.path.abspath(__file__), "--in-process", "--no-table",
+               "--suite", args.suite, "--only", name, "--out", out, "--work", work,
+               "--trials", str(args.trials), "--warmup", str(args.warmup),
+               "--seed", str(args.seed), "--arch", args.arch, "--builder", args.builder,
+               "--cuda-home", args.cuda_home, "--nvcc", args.nvcc]
+        if exe:
+            cmd += ["--cuda-agent", exe]
+        if os.path.exists(out):
+            os.remove(out)
+        t0 = time.time()
+        try:
+            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               timeout=args.entry_timeout)
+            text, status = p.stdout, f"failed:crash (exit {p.returncode})"
+        except subprocess.TimeoutExpired as e:
+            text = e.stdout if isinstance(e.stdout, str) else (e.stdout or b"").decode(
+                errors="replace")
+            status = f"failed:timeout ({args.entry_timeout} s)"
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        try:
+            with open(out) as f:
+                child = json.load(f)
+            env = env or child.get("env", {})
+            if child.get("env", {}).get("gpu"):
+                env = child["env"]
+            results.extend(child["entries"])
+        except (OSError, ValueError, KeyError):
+            row = {"name": name, "status": status, "error": text[-3000:],
+                   "seconds": round(time.time() - t0, 2)}
+            results.append(row)
+            print_row(row, False)
+    env["isolated"] = True
+    return finish(args, env, results)
 
 
 def print_row(r, build_only):
