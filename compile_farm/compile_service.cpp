@@ -43,6 +43,15 @@ Status validate_request(const CompileRequest& r) {
     return request_error("library policy is unknown to this compile worker (newer client?)");
   static const std::regex kFlag(
       R"((-O[0-3]|-lineinfo|--use_fast_math|-use_fast_math|--extra-device-vectorization|-maxrregcount=[0-9]{1,3}|--maxrregcount=[0-9]{1,3}|-D[A-Za-z_][A-Za-z0-9_]*(=[A-Za-z0-9_.+-]*)?|--ftz=(true|false)|--prec-div=(true|false)|--prec-sqrt=(true|false)|--fmad=(true|false)|-Xptxas=-O[0-3]))");
+  // Macros that change how the CUDA or C++ headers behave (CUDA_API_PER_THREAD_DEFAULT_STREAM moves
+  // every launch off the given stream) are reserved: -D of a name starting with CUDA_, CU_ or _.
+  static const std::regex kReservedMacro(R"(-D(CUDA_|CU_|_).*)");
+  for (const std::string& f : r.extra_flags)
+    if (std::regex_match(f, kReservedMacro))
+      return make_error(ErrorCategory::kPolicy, "compile.policy",
+                        "extra flag '" + f +
+                            "' defines a reserved macro (names starting with CUDA_, CU_ or _ "
+                            "change how the CUDA and C++ headers behave)");
   for (const std::string& f : r.extra_flags)
     if (!std::regex_match(f, kFlag))
       return make_error(

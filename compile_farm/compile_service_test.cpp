@@ -126,17 +126,24 @@ TEST_F(CompileServiceTest, PolicyFindingsAndBadRequests) {
   req = request({{"kernels/a.cu", kKernel}});
   req.extra_flags = {"-Xcompiler=-fplugin=/tmp/x.so"};
   EXPECT_EQ(service_->compile(req).error().code, "compile.policy");
+  // A reserved macro would move every launch to the per-thread default stream.
+  req.extra_flags = {"-DCUDA_API_PER_THREAD_DEFAULT_STREAM=1"};
+  auto reserved = service_->compile(req);
+  ASSERT_FALSE(reserved);
+  EXPECT_NE(reserved.error().message.find("reserved macro"), std::string::npos);
+  req.extra_flags = {"-DTILE=64"};
+  EXPECT_TRUE(service_->compile(req)) << "an ordinary macro is fine";
 }
 
 TEST_F(CompileServiceTest, TheSymbolCheckCatchesAHandDeclaredImport) {
   auto r = service_->compile(request(
       {{"kernels/a.cu",
         std::string(kKernel) +
-            "extern \"C\" int open(const char*, int, ...);\n"
-            "extern \"C\" void sneaky(int n, cudaStream_t s) { open(\"/etc/passwd\", n); }\n"}}));
+            "extern \"C\" int unlink(const char*);\n"
+            "extern \"C\" void sneaky(int n, cudaStream_t s) { unlink(\"/etc/passwd\"); }\n"}}));
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, "compile.policy");
-  EXPECT_NE(r.error().message.find("imports 'open'"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("imports 'unlink'"), std::string::npos) << r.error().message;
 }
 
 TEST_F(CompileServiceTest, HostileSourcesAreStoppedAndTheServiceKeepsServing) {

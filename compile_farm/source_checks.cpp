@@ -60,6 +60,7 @@ struct CallRule {
   std::string_view name;
   bool prefix;
   std::string_view reason;
+  bool any_use = false;  ///< counts wherever the identifier appears (constants, fields, attributes)
 };
 constexpr std::array kForbiddenCalls = {
     CallRule{"cudaStreamCreate", true, "work must run on the launcher's stream argument"},
@@ -98,6 +99,33 @@ constexpr std::array kForbiddenCalls = {
     CallRule{"putenv", false, "the environment is not an input"},
     CallRule{"pthread_create", false, "solutions may not start threads"},
     CallRule{"socket", false, "network access is not allowed"},
+    CallRule{"fopen64", false, "file access is not allowed"},
+    CallRule{"freopen64", false, "file access is not allowed"},
+    CallRule{"open", false, "file access is not allowed"},
+    CallRule{"open64", false, "file access is not allowed"},
+    CallRule{"openat", false, "file access is not allowed"},
+    CallRule{"creat", false, "file access is not allowed"},
+    CallRule{"cudaLibraryLoad", true, "loading code at run time is not allowed"},
+    CallRule{"cuLibraryLoad", true, "loading code at run time is not allowed"},
+    CallRule{"cuModuleLoad", true, "loading code at run time is not allowed"},
+    CallRule{"cudaUserObjectCreate", false, "host callbacks run on other threads"},
+    // Streams other than the launcher's: the per-thread and legacy default streams.
+    CallRule{"cudaStreamPerThread", false, "work must run on the launcher's stream argument", true},
+    CallRule{"cudaStreamLegacy", false, "work must run on the launcher's stream argument", true},
+    CallRule{"CU_STREAM_PER_THREAD", false, "work must run on the launcher's stream argument",
+             true},
+    CallRule{"CU_STREAM_LEGACY", false, "work must run on the launcher's stream argument", true},
+    CallRule{"CUDA_API_PER_THREAD_DEFAULT_STREAM", false,
+             "work must run on the launcher's stream argument", true},
+    // L2 persistence through launch or stream attributes (cudaLaunchKernelEx and friends).
+    CallRule{"cudaAccessProperty", true, "L2 persistence is off during timing", true},
+    CallRule{"accessPolicyWindow", false, "L2 persistence is off during timing", true},
+    CallRule{"cudaLaunchAttributeAccessPolicyWindow", false, "L2 persistence is off during timing",
+             true},
+    CallRule{"cudaStreamAttributeAccessPolicyWindow", false, "L2 persistence is off during timing",
+             true},
+    // Symbol aliasing hides what a function really imports.
+    CallRule{"weakref", false, "symbol aliases hide imports", true},
 };
 
 constexpr std::array<std::string_view, 6> kLibraryHeaderPrefixes = {
@@ -184,6 +212,11 @@ void check_code(const std::string& file, const ScannedSource& src, std::vector<F
     for (const CallRule& rule : kForbiddenCalls) {
       bool hit = rule.prefix ? starts_with(t.text, rule.name) : t.text == rule.name;
       if (!hit) continue;
+      if (rule.any_use) {
+        out.push_back(
+            {file, line, "call.forbidden", std::string(t.text) + ": " + std::string(rule.reason)});
+        break;
+      }
       // A member or a field of the same name (s.system, p->fork) is not the call.
       std::size_t before = t.offset;
       while (before > 0 && src.code[before - 1] == ' ') --before;

@@ -84,6 +84,32 @@ TEST(SourceChecks, ForbiddenCallsButNotInCommentsStringsOrMembers) {
                   .empty());
 }
 
+// Gaps the attack suite found (tests/bench_suite/README.md): other streams named as constants,
+// L2 persistence through launch attributes, run-time code loading, file calls the symbol check
+// alone caught, symbol aliases.
+TEST(SourceChecks, OtherStreamsLaunchAttributesLoadersAndAliases) {
+  for (const char* code :
+       {"k<<<1, 1, 0, cudaStreamPerThread>>>(p);", "cudaStream_t s = cudaStreamLegacy;",
+        "cudaLaunchAttribute a; a.id = cudaLaunchAttributeAccessPolicyWindow;",
+        "a.val.accessPolicyWindow.hitRatio = 1.f;", "w.hitProp = cudaAccessPropertyPersisting;",
+        "cudaLibraryLoadFromFile(&l, \"k.cubin\", "
+        "0, 0, 0, 0, 0, 0);",
+        "FILE* f = fopen64(\"ref.bin\", \"r\");", "int fd = open(\"/tmp/x\", 0);",
+        "cudaUserObjectCreate(&o, p, cb, 1, 0);", "#define CUDA_API_PER_THREAD_DEFAULT_STREAM 1"}) {
+    auto f = check("kernels/a.cu", std::string("void f(float* p) {\n  ") + code + "\n}\n");
+    ASSERT_FALSE(f.empty()) << code;
+    EXPECT_EQ(f[0].rule, "call.forbidden") << code;
+    EXPECT_EQ(f[0].line, 2) << code;
+  }
+  EXPECT_EQ(
+      only(check("kernels/a.cu",
+                 "extern \"C\" void* h(const char*, int) __attribute__((weakref(\"dlopen\")));\n"))
+          .rule,
+      "call.forbidden");
+  // Names that merely contain the words are fine.
+  EXPECT_TRUE(check("kernels/a.cu", "int opened = 0; int reopen(int x) { return x; }\n").empty());
+}
+
 TEST(SourceChecks, InlineAssemblyOnlyInDeviceCode) {
   EXPECT_TRUE(check("kernels/a.cu",
                     "__device__ unsigned lane() {\n  unsigned r;\n"

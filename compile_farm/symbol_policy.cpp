@@ -123,7 +123,11 @@ std::vector<Finding> check_symbols(const DynamicSymbols& symbols,
                            (starts_with(s.name, "cublas") || starts_with(s.name, "cudnn")
                                 ? " under library policy 'pure'"
                                 : " (processes, files, threads, dynamic loading, device settings "
-                                  "and libraries outside the policy are refused)")});
+                                  "and libraries outside the policy are refused)") +
+                           (s.name == "exit" ? "; nvcc gives a __device__ function with external "
+                                               "linkage a host stub that calls exit: declare it "
+                                               "static (or __forceinline__)"
+                                             : "")});
       continue;
     }
     exported.insert(s.name);
