@@ -94,8 +94,9 @@ TEST_F(BenchGpu, AttacksGetTierMinusOneWithAReason) {
     const char* file;
     const char* reason;
   };
-  for (Case c : {Case{"torch_op.py", "forbidden_op"}, Case{"no_launch.py", "tolerance"},
-                 Case{"import_os.py", "ast.forbidden_import"}, Case{"wrong_dtype.py", "float16"}}) {
+  for (Case c : {Case{"torch_op.py", "forbidden_op"}, Case{"no_launch.py", "no_kernel_launched"},
+                 Case{"uninit_tail.py", "tolerance"}, Case{"import_os.py", "ast.forbidden_import"},
+                 Case{"wrong_dtype.py", "float16"}}) {
     auto e = service_->evaluate(
         job(std::string("gpu_bench/harness/tests/smoke/") + c.file, BenchMode::kVerify));
     ASSERT_TRUE(e) << c.file << ": " << e.error().to_string();

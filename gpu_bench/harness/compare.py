@@ -7,6 +7,12 @@ import guard
 import tolerance
 
 
+def untyped_storage(t):
+    """A tensor's whole storage (torch 2: untyped_storage(); torch 1.13: storage().untyped())."""
+    f = getattr(t, "untyped_storage", None)
+    return f() if f is not None else t.storage().untyped()
+
+
 def flatten_outputs(out):
     """A forward's result as a list: a tensor, or a tuple/list of tensors (one level)."""
     if isinstance(out, (tuple, list)):

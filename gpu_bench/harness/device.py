@@ -8,7 +8,10 @@ import os
 
 import torch
 
+import compare
+
 CUDA_LIMIT_PERSISTING_L2_CACHE_SIZE = 0x06
+POISON_CAP_BYTES = 16 << 30
 CUDA_DEV_ATTR_CLOCK_RATE = 13
 CUDA_DEV_ATTR_MEMORY_CLOCK_RATE = 36
 
@@ -90,7 +93,10 @@ class Device:
         if reserve_big_block:
             torch.cuda.empty_cache()
             free, _ = torch.cuda.mem_get_info(self.index)
-            big = max(0, min(free - (1 << 30), int(free * 0.9)))
+            # Capped so several harnesses can share a GPU in verify mode; larger allocations get
+            # fresh device memory, which this process never wrote (nothing was freed to the
+            # driver after this point).
+            big = max(0, min(free - (1 << 30), int(free * 0.9), POISON_CAP_BYTES))
             if big > 0:
                 try:
                     block = torch.empty(big, dtype=torch.uint8, device="cuda:%d" % self.index)
@@ -111,6 +117,16 @@ class Device:
                 addr += block["size"]
         torch.cuda.synchronize()
         return poisoned
+
+    def scrub(self, tensors):
+        """Fills these tensors' storage with 0xFF bytes before they are freed, so a later
+        allocation cannot find a correct result in them (a baseline's output, say)."""
+        stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+        for t in tensors:
+            if isinstance(t, torch.Tensor) and t.is_cuda and t.numel():
+                st = compare.untyped_storage(t)
+                self.cudart.cudaMemsetAsync(ctypes.c_void_p(st.data_ptr()), 0xFF, st.nbytes(),
+                                            stream)
 
     # --- facts for the audit record --------------------------------------------------------
     def versions(self):

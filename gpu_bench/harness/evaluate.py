@@ -112,6 +112,7 @@ class Session:
         self.ref = None
         self.new = None
         self.init_inputs = None
+        self.dev = None
 
     # --- checks and violations --------------------------------------------------------------
     def check(self, name, passed, message="", **extra):
@@ -234,20 +235,40 @@ def run_candidate_guarded(s, inputs):
         return None, "%s: %s" % (type(e).__name__, e), g
 
 
+def _storage_span(t):
+    """(start, end) device addresses of a tensor's whole storage."""
+    st = compare.untyped_storage(t)
+    return st.data_ptr(), st.data_ptr() + st.nbytes()
+
+
+def aliased_outputs(outputs, inputs):
+    """Indices of outputs whose storage overlaps an input's: an output must be memory of its own
+    (a view of an input can look right without any work, e.g. ReLU of non-negative inputs)."""
+    spans = [_storage_span(x) for x in inputs if isinstance(x, torch.Tensor) and x.numel()]
+    bad = []
+    for i, o in enumerate(compare.flatten_outputs(outputs)):
+        if isinstance(o, torch.Tensor) and o.numel():
+            a, b = _storage_span(o)
+            if any(a < e and s_ < b for s_, e in spans):
+                bad.append(i)
+    return bad
+
+
 def verify_one(s, dev, seed, tag, poison, first):
-    """All correctness checks on one fresh input set. Returns False at the first failure."""
+    """All correctness checks on one fresh input set. Returns False at the first failure.
+
+    The candidate runs first, on poisoned memory, while no reference output for these inputs
+    exists anywhere on the GPU (so there is nothing to find and copy, and nothing to reuse
+    uninitialised); the reference runs after it, on its own copy of the inputs."""
     orig = s.make_inputs(seed)
     ref_in = clone_inputs(orig)
     cand_in = clone_inputs(orig)
-    with torch.no_grad():
-        ref_out = s.ref(*ref_in)
-    torch.cuda.synchronize()
-    ref_mutates = any(isinstance(a, torch.Tensor) and not compare.same_bits(a, b)
-                      for a, b in zip(ref_in, orig))
     if poison:
         s.result["notes"].append("poisoned %d bytes of free GPU memory before candidate %s"
                                  % (dev.poison_free_memory(reserve_big_block=first), tag))
+    launches = launchers.launch_count()
     out, err, g = run_candidate_guarded(s, cand_in)
+    launched = launchers.launch_count() - launches
     for v in g.violations:
         s.result["violations"].append(v)
     if g.violations:
@@ -257,6 +278,21 @@ def verify_one(s, dev, seed, tag, poison, first):
             s.result["device_fault"] = True
         return s.check("run" + tag, False, err)
     s.check("run" + tag, True)
+    if launched == 0:
+        s.violation("no_kernel_launched", "ModelNew.forward called no kernels.* launcher %s" % tag)
+        return s.check("kernel_launched" + tag, False,
+                       "ModelNew.forward returned without calling any kernels.* launcher")
+    aliased = aliased_outputs(out, cand_in)
+    if aliased:
+        s.violation("output_aliases_input", "output(s) %s share memory with an input %s"
+                    % (aliased, tag))
+        return s.check("outputs_own_memory" + tag, False,
+                       "output(s) %s are views of (or overlap) an input" % aliased)
+    with torch.no_grad():
+        ref_out = s.ref(*ref_in)
+    torch.cuda.synchronize()
+    ref_mutates = any(isinstance(a, torch.Tensor) and not compare.same_bits(a, b)
+                      for a, b in zip(ref_in, orig))
     checks, violations = compare.check_outputs(out, ref_out, s.options["tolerance_profile"],
                                                s.index, tag)
     s.result["checks"].extend(checks)
@@ -266,6 +302,8 @@ def verify_one(s, dev, seed, tag, poison, first):
     expect = ref_in if ref_mutates else orig
     changed = [i for i, (a, b) in enumerate(zip(cand_in, expect))
                if isinstance(a, torch.Tensor) and not compare.same_bits(a, b)]
+    if changed:
+        s.violation("inputs_mutated", "the candidate changed input(s) %s %s" % (changed, tag))
     return s.check("inputs_unchanged" + tag, not changed,
                    "candidate changed input(s) %s" % changed if changed else "")
 
@@ -281,6 +319,7 @@ def run(request, options, result, t0):
         dev = device_mod.Device(s.index)
     except Exception as e:  # noqa: BLE001
         raise HarnessError("unavailable", "harness.no_gpu", "cuda:%d: %s" % (s.index, e))
+    s.dev = dev
     result["versions"] = dev.versions()
     result["precision_flags"] = precision_flags(bool(options["allow_tf32"]))
     dev.disable_persisting_l2()

@@ -26,12 +26,13 @@ PROTOTYPES = [{"name": "scale_relu_launch", "params": [
 # QUICK ones run by default (the rest are also in gpu_bench/bench_gpu_test.cpp); --all runs all.
 QUICK = 4
 SCENARIOS = [
-    ("no_launch.py", "verify", False, "tolerance"),
+    ("uninit_tail.py", "verify", False, "tolerance"),
     ("torch_op.py", "verify", False, "forbidden_op"),
     ("honest.py", "profile", True, ""),
     ("stale_cache.py", "benchmark", False, ""),
     ("honest.py", "benchmark", True, ""),
     ("wrong_dtype.py", "verify", False, "launch"),
+    ("no_launch.py", "verify", False, "no_kernel_launched"),
     ("import_os.py", "verify", False, "ast.forbidden_import"),
 ]
 
