@@ -307,19 +307,22 @@ def verify_one(s, dev, seed, tag, poison, first, same_address_seed=None):
     ok = s.check("inputs_unchanged" + tag, not changed,
                  "candidate changed input(s) %s" % changed if changed else "")
     if ok and same_address_seed is not None:
-        ok = same_address_recheck(s, dev, cand_in, same_address_seed, poison)
+        # The outputs go back to the allocator first, so the candidate's next output can land at
+        # the same address too (a memo keyed on input and output pointers then hits).
+        fresh = s.make_inputs(same_address_seed)  # allocated while the old outputs live
+        for a, b in zip(cand_in, fresh):
+            if isinstance(a, torch.Tensor):
+                a.copy_(b)
+        del out, ref_out
+        ok = same_address_recheck(s, dev, cand_in, fresh, same_address_seed, poison)
     return ok
 
 
-def same_address_recheck(s, dev, cand_in, seed, poison):
+def same_address_recheck(s, dev, cand_in, ref_in, seed, poison):
     """New values in the candidate's input buffers (same addresses), and the candidate once
     more: a result cache keyed on pointers (in model_new.py or in the launcher) returns the old
-    answer and fails; so does a solution that is right only for its first calls."""
-    fresh = s.make_inputs(seed)
-    for a, b in zip(cand_in, fresh):
-        if isinstance(a, torch.Tensor):
-            a.copy_(b)
-    ref_in = clone_inputs(cand_in)
+    answer and fails; so does a solution that is right only for its first calls. `ref_in` holds
+    the same new values for the reference."""
     tag = "[same_address,seed=%d]" % seed
     if poison:
         dev.poison_free_memory(reserve_big_block=False)
