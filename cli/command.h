@@ -29,6 +29,8 @@ void add_store_commands(CLI::App& app,
 void add_tasks_commands(CLI::App& app, CommandResult& result);  // tasks import|synth|list|show
 void add_model_commands(CLI::App& app, CommandResult& result);  // model tokenize|init-tokenizer
 
+void add_eval_commands(CLI::App& app, CommandResult& result);  // eval
+
 void add_compile_commands(CLI::App& app,
                           CommandResult& result);  // compile, serve compile-*, artifacts get
 void add_bench_commands(CLI::App& app, CommandResult& result);  // bench

@@ -52,6 +52,7 @@ class EpisodeRunner {
   explicit EpisodeRunner(const EpisodeSpec& spec) : spec_(spec), workspace_(spec.model_py) {}
 
   Episode run();
+  const EvaluationOutcome& final_outcome() const { return final_outcome_; }
 
  private:
   ToolRun run_tool(const ChatToolCall& call);
@@ -67,6 +68,7 @@ class EpisodeRunner {
   std::string last_call_key_;
   std::int64_t reported_tokens_ = 0;
   Episode episode_;
+  EvaluationOutcome final_outcome_;
 };
 
 std::int64_t EpisodeRunner::context_tokens() const {
@@ -267,6 +269,7 @@ Episode EpisodeRunner::run() {
     if (finished) episode_.status = EpisodeStatus::kCompleted;
     std::string report;
     const EvaluationOutcome outcome = final_evaluation(&report);
+    final_outcome_ = outcome;
     episode_.final_reward = outcome.reward_tier;
     Turn final_turn{.role = TurnRole::kTool, .policy_version = spec_.policy_version};
     final_turn.tool_results.push_back({"final_evaluation", report, !outcome.correct});
@@ -287,6 +290,11 @@ std::string task_prompt(const std::string& model_py) {
          "finish() when you are done.";
 }
 
-Episode run_episode(const EpisodeSpec& spec) { return EpisodeRunner(spec).run(); }
+Episode run_episode(const EpisodeSpec& spec, EvaluationOutcome* final_outcome) {
+  EpisodeRunner runner(spec);
+  Episode e = runner.run();
+  if (final_outcome) *final_outcome = runner.final_outcome();
+  return e;
+}
 
 }  // namespace cuda_agent

@@ -35,10 +35,12 @@ namespace cuda_agent {
 
 /// What verify, benchmark and profile report to the agent, and what the final evaluation decides.
 struct EvaluationOutcome {
-  std::string report;     ///< the observation the agent sees: concise, for a kernel engineer
-  bool correct = false;   ///< every correctness check passed
-  int reward_tier = -1;   ///< -1 / +1 / +2 / +3 (DESIGN.md section 5)
-  double continuous = 0;  ///< continuous speedup reward, when computed
+  std::string report;           ///< the observation the agent sees: concise, for a kernel engineer
+  bool correct = false;         ///< every correctness check passed
+  int reward_tier = -1;         ///< -1 / +1 / +2 / +3 (DESIGN.md section 5)
+  double continuous = 0;        ///< continuous speedup reward, when computed
+  double speedup_vs_eager = 0;  ///< benchmark mode; 0 when not timed
+  double speedup_vs_compile = 0;  ///< benchmark mode; 0 when not timed
 };
 
 /// The evaluation side of the tools: the compile farm and the GPU bench pool in production.
@@ -82,7 +84,8 @@ struct EpisodeSpec {
 std::string task_prompt(const std::string& model_py);
 
 /// Runs the episode to its end. Never throws; problems of the policy end the episode as aborted
-/// with the error in the last tool turn.
-Episode run_episode(const EpisodeSpec& spec);
+/// with the error in the last tool turn. `final_outcome`, when given, receives the final
+/// evaluation (tier -1 and no report when there was none).
+Episode run_episode(const EpisodeSpec& spec, EvaluationOutcome* final_outcome = nullptr);
 
 }  // namespace cuda_agent

@@ -109,7 +109,7 @@ std::string encode_task(const Task& t) {
          {"details",
           f.details_json.empty() ? json(nullptr) : json::parse(f.details_json, nullptr, false)}});
   }
-  for (const CachedBaseline& b : t.baselines) {
+  for (const TaskBaseline& b : t.baselines) {
     baselines.push_back({{"device", b.device},
                          {"torch_version", b.torch_version},
                          {"precision", b.precision},

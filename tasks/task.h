@@ -41,7 +41,7 @@ struct FilterResult {
 
 /// A baseline time cached with the task (the run store's BaselineRecord is the system of record
 /// per device; this copy travels with exported task sets).
-struct CachedBaseline {
+struct TaskBaseline {
   std::string device;         ///< "NVIDIA H200"
   std::string torch_version;  ///< "2.11.0"
   std::string precision;      ///< precision flags, e.g. "tf32=off"
@@ -70,7 +70,7 @@ struct Task {
   std::vector<ValueSpec> init_inputs;       ///< get_init_inputs()
   std::vector<ValueSpec> inputs;            ///< get_inputs(): shapes and dtypes where known
   std::vector<FilterResult> filters;
-  std::vector<CachedBaseline> baselines;
+  std::vector<TaskBaseline> baselines;
 };
 
 /// "sha256:" + 64 lowercase hex digits. SHA-256 rather than core/content_hash.h's BLAKE2b so that

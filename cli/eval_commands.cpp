@@ -1,0 +1,317 @@
+// `cuda-agent eval --tasks SUITE --store DIR --policy replay:FILE|openai:URL`: episodes over a
+// task set on this machine (embedded compile farm, the local GPU's bench), every episode and final
+// evaluation kept in the run store, and CUDA Agent's Table 1 summary printed and exported
+// (rollout/eval_summary.h). Interrupted runs resume: an episode already in the store for this run
+// is not run again, its stored final evaluation counts.
+//
+// Exit codes: 0 the run finished; 1 an episode or the store failed; 2 bad input (no tasks, a bad
+// policy spec, no GPU).
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+
+#include "cli/command.h"
+#include "cluster/manifest.h"
+#include "compile_farm/farm.h"
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/progress.h"
+#include "gpu_bench/bench_report.h"
+#include "gpu_bench/bench_service.h"
+#include "gpu_bench/bench_store.h"
+#include "gpu_bench/device_probe.h"
+#include "messages/trajectory_codec.h"
+#include "rollout/episode.h"
+#include "rollout/eval_summary.h"
+#include "rollout/farm_tools.h"
+#include "rollout/openai_policy.h"
+#include "rollout/replay_policy.h"
+#include "storage/run_store.h"
+#include "tasks/task.h"
+
+namespace cuda_agent::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct EvalArgs {
+  std::string suite;
+  std::string store;
+  std::string policy;
+  std::string model;
+  std::string run_id;
+  std::string report_dir;
+  std::string manifest;
+  std::int64_t episodes_per_task = 1;
+  std::int64_t max_turns = 0;
+  std::int64_t limit = 0;
+  std::int64_t gpu = 0;
+};
+
+std::atomic<bool> g_interrupted{false};
+
+Error bad(const std::string& what) {
+  return make_error(ErrorCategory::kInvalidInput, "cli.eval", what);
+}
+
+// A fresh policy per episode: a replay transcript starts from its first turn each time.
+Expected<std::unique_ptr<PolicyBackend>> make_policy(const EvalArgs& a, const Task& task) {
+  if (a.policy.rfind("replay:", 0) == 0) {
+    fs::path p = a.policy.substr(7);
+    if (fs::is_directory(p)) p /= task.name + ".jsonl";
+    auto r = ReplayPolicy::load(p.string());
+    if (!r) return r.error();
+    return std::unique_ptr<PolicyBackend>(std::move(*r));
+  }
+  if (a.policy.rfind("openai:", 0) == 0) {
+    if (a.model.empty()) return bad("--policy openai:URL needs --model NAME");
+    auto r = OpenAiPolicy::create({.base_url = a.policy.substr(7), .model = a.model});
+    if (!r) return r.error();
+    return std::unique_ptr<PolicyBackend>(std::move(*r));
+  }
+  return bad("--policy '" + a.policy +
+             "': expected replay:FILE, replay:DIR (DIR/<task name>.jsonl) or openai:URL");
+}
+
+// verify / benchmark / profile through the local GPU's BenchService.
+FarmEvaluationTools::Evaluator bench_evaluator(BenchService& bench, const Task& task,
+                                               const BenchOptions& options) {
+  return [&bench, &task, options](BenchMode mode, const std::string& model_py,
+                                  const std::vector<SourceFile>& files, const CompileResult& built,
+                                  bool final_evaluation) -> Expected<EvaluationOutcome> {
+    BenchJob job;
+    job.mode = mode;
+    job.task_id = task.id.value();
+    job.task_model_py = model_py;
+    job.artifact_hash = built.artifact_hash;
+    job.artifact = built.artifact;
+    job.prototypes = built.prototypes;
+    job.toolchain = built.toolchain;
+    for (const SourceFile& f : files)
+      if (f.path == "model_new.py") job.model_new_py = f.content;
+    if (final_evaluation) {  // seeds the agent never saw
+      std::random_device rd;
+      for (int i = 0; i < 5; ++i) job.seeds.push_back((std::uint64_t{rd()} << 32) | rd());
+    }
+    auto e = bench.evaluate(job);
+    if (!e) return e.error();
+    BenchReportContext ctx{.task_id = job.task_id,
+                           .mode = mode == BenchMode::kVerify    ? "verify"
+                                   : mode == BenchMode::kProfile ? "profile"
+                                                                 : "benchmark",
+                           .kernels = built.kernels,
+                           .faster_threshold = options.faster_threshold};
+    return EvaluationOutcome{.report = bench_report_text(*e, ctx),
+                             .correct = e->passed,
+                             .reward_tier = e->result.reward.tier,
+                             .continuous = e->result.reward.continuous,
+                             .speedup_vs_eager = e->result.speedup_vs_eager,
+                             .speedup_vs_compile = e->result.speedup_vs_compile};
+  };
+}
+
+std::string subset_of(const Task& t) {
+  const auto slash = t.suite.rfind('/');
+  return slash == std::string::npos ? t.suite : t.suite.substr(slash + 1);
+}
+
+Status write_reports(const EvalSummary& s, const std::vector<nlohmann::json>& rows,
+                     const std::string& dir, const std::string& title) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec)
+    return make_error(ErrorCategory::kIo, "cli.eval", "cannot create " + dir + ": " + ec.message());
+  std::ofstream(fs::path(dir) / "summary.md") << render_markdown(s, title);
+  std::ofstream(fs::path(dir) / "summary.html") << render_html(s, title);
+  std::ofstream jsonl(fs::path(dir) / "episodes.jsonl");
+  for (const auto& r : rows) jsonl << r.dump() << "\n";
+  if (!jsonl) return make_error(ErrorCategory::kIo, "cli.eval", "cannot write reports in " + dir);
+  return {};
+}
+
+int run_eval(const EvalArgs& a) {
+  Manifest manifest;
+  if (!a.manifest.empty()) {
+    auto m = load_manifest(a.manifest);
+    if (!m) return report(m.error());
+    manifest = std::move(*m);
+  }
+  // The policy spec is checked before anything starts.
+  if (a.policy.rfind("replay:", 0) == 0) {
+    if (!fs::exists(a.policy.substr(7)))
+      return report(bad("--policy " + a.policy + ": no such transcript file or directory"));
+  } else if (auto probe = make_policy(a, Task{}); !probe) {
+    return report(probe.error());
+  }
+  auto store = RunStore::open({.dir = a.store}, StoreMode::kWrite);
+  if (!store) return report(store.error());
+  std::vector<Task> tasks;
+  Status scan = (*store)->scan_tasks({.id_prefix = a.suite + "/"}, [&](const TaskRecord& r) {
+    auto t = from_record(r);
+    if (t) tasks.push_back(std::move(*t));
+    return a.limit <= 0 || static_cast<std::int64_t>(tasks.size()) < a.limit;
+  });
+  if (!scan.ok()) return report(scan.error());
+  if (tasks.empty())
+    return report(bad("no tasks of suite '" + a.suite + "' in " + a.store +
+                      " (import them with `cuda-agent tasks import`)"));
+
+  DeviceList devices = list_devices();
+  if (devices.devices.empty())
+    return report(make_error(ErrorCategory::kUnavailable, "bench.no_gpu",
+                             "no GPU on this machine (" + devices.no_gpu_reason +
+                                 "); `cuda-agent eval` needs one for the bench"));
+  BenchServiceOptions bo;
+  bo.bench = manifest.bench;
+  bo.device = static_cast<int>(a.gpu);
+  bo.worker_id = WorkerId{"eval"};
+  auto bench = BenchService::create(bo);
+  if (!bench) return report(bench.error());
+  CompileServiceOptions so;
+  so.compile = manifest.compile;
+  auto farm = EmbeddedCompileFarm::start(so, 0);
+  if (!farm) return report(farm.error());
+  auto client = CompileClient::connect({.broker_endpoint = (*farm)->client_endpoint()});
+  if (!client) return report(client.error());
+
+  const RunId run{a.run_id.empty() ? "eval-" + std::to_string(now_unix_ms()) : a.run_id};
+  const std::int64_t max_turns = a.max_turns > 0 ? a.max_turns : manifest.rollout.max_turns;
+  std::signal(SIGINT, [](int) { g_interrupted = true; });
+  Progress progress({.label = "eval " + a.suite,
+                     .total = static_cast<std::uint64_t>(tasks.size()) *
+                              static_cast<std::uint64_t>(a.episodes_per_task)});
+  std::vector<EvalEpisodeResult> results;
+  std::vector<nlohmann::json> rows;
+  int failures = 0;
+  for (const Task& task : tasks) {
+    for (std::int64_t k = 0; k < a.episodes_per_task && !g_interrupted; ++k) {
+      const EpisodeId id{task.id.value() + "#" + std::to_string(k)};
+      const EvaluationId eval_id{run.value() + "/" + id.value()};
+      EvalEpisodeResult result{.task_id = task.id.value(), .subset = subset_of(task)};
+      if (auto done = (*store)->get_evaluation(eval_id)) {  // resume: already evaluated
+        result.correct = done->verified;
+        result.reward_tier = static_cast<int>(done->reward);
+        result.speedup_vs_eager = done->speedup_vs_eager;
+        result.speedup_vs_compile = done->speedup_vs_compile;
+        results.push_back(result);
+        progress.advance(1);
+        continue;
+      }
+      auto policy = make_policy(a, task);
+      if (!policy) return report(policy.error());
+      FarmEvaluationTools tools(
+          **client,
+          {.target_arch = manifest.compile.target_arch,
+           .library_policy = manifest.compile.library_policy == "pure" ? LibraryPolicy::kPure
+                                                                       : LibraryPolicy::kDefault},
+          bench_evaluator(**bench, task, manifest.bench));
+      EpisodeSpec spec{.episode_id = id,
+                       .run_id = run,
+                       .task_id = task.id,
+                       .model_py = task.source,
+                       .policy = policy->get(),
+                       .tools = &tools};
+      spec.budgets.max_turns = max_turns;
+      spec.budgets.max_context_tokens = manifest.rollout.max_context_tokens;
+      spec.budgets.wall_ms = manifest.rollout.episode_wall_ms;
+      spec.temperature = manifest.rollout.temperature;
+      spec.top_p = manifest.rollout.top_p;
+      spec.max_new_tokens_per_turn = manifest.rollout.max_new_tokens_per_turn;
+      EvaluationOutcome outcome;
+      Episode e = run_episode(spec, &outcome);
+      result.correct = outcome.correct;
+      result.reward_tier = static_cast<int>(e.final_reward);
+      result.speedup_vs_eager = outcome.speedup_vs_eager;
+      result.speedup_vs_compile = outcome.speedup_vs_compile;
+
+      EpisodeRecord record;
+      record.episode_id = e.episode_id;
+      record.run_id = e.run_id;
+      record.task_id = e.task_id;
+      record.stage = e.stage;
+      record.status = e.status;
+      record.final_reward = e.final_reward;
+      record.turns = e.counters.turns;
+      record.invalid_tool_calls = e.counters.invalid_tool_calls;
+      record.wasted_loops = e.counters.wasted_loops;
+      record.total_tokens = e.counters.tokens;
+      record.created_unix_ms = e.ended_unix_ms;
+      record.trajectory_bytes = encode_episode(e);
+      StoreWrite w;
+      w.episodes.push_back(std::move(record));
+      w.evaluations.push_back({.evaluation_id = eval_id,
+                               .run_id = run,
+                               .task_id = task.id,
+                               .episode_id = id,
+                               .reward = e.final_reward,
+                               .verified = outcome.correct,
+                               .speedup_vs_eager = outcome.speedup_vs_eager,
+                               .speedup_vs_compile = outcome.speedup_vs_compile,
+                               .created_unix_ms = now_unix_ms()});
+      Status stored = (*store)->write(std::move(w), std::chrono::seconds(60));
+      if (!stored.ok()) {
+        log_error(stored.error(), {{"episode", id.value()}});
+        ++failures;
+      }
+      rows.push_back({{"episode", id.value()},
+                      {"task", task.id.value()},
+                      {"status", std::string(to_string(e.status))},
+                      {"reward", e.final_reward},
+                      {"correct", outcome.correct},
+                      {"speedup_vs_eager", outcome.speedup_vs_eager},
+                      {"speedup_vs_compile", outcome.speedup_vs_compile},
+                      {"turns", e.counters.turns},
+                      {"invalid_tool_calls", e.counters.invalid_tool_calls}});
+      results.push_back(result);
+      progress.advance(1);
+    }
+  }
+  const EvalSummary summary = summarize(results);
+  const std::string title = "cuda-agent eval " + a.suite + " (" + run.value() + ")";
+  std::printf("%s", render_markdown(summary, title).c_str());
+  if (!a.report_dir.empty()) {
+    Status w = write_reports(summary, rows, a.report_dir, title);
+    if (!w.ok()) return report(w.error());
+    std::printf("\nreports: %s/summary.md, summary.html, episodes.jsonl\n", a.report_dir.c_str());
+  }
+  if (g_interrupted)
+    std::printf("\ninterrupted: run again with --run-id %s to resume\n", run.value().c_str());
+  return failures > 0 ? 1 : 0;
+}
+
+}  // namespace
+
+void add_eval_commands(CLI::App& app, CommandResult& result) {
+  auto a = std::make_shared<EvalArgs>();
+  CLI::App* eval = app.add_subcommand(
+      "eval",
+      "Run agent episodes over a task set with a policy (a transcript replay or an "
+      "OpenAI-compatible endpoint), keep them in the run store, and print CUDA Agent's Table 1 "
+      "figures. Needs a local GPU for the bench.");
+  eval->add_option("--tasks", a->suite, "task suite in the store, e.g. kernelbench/level1")
+      ->required();
+  eval->add_option("--store", a->store, "run store holding the tasks; episodes are added")
+      ->required();
+  eval->add_option("--policy", a->policy,
+                   "replay:FILE, replay:DIR (DIR/<task name>.jsonl) or openai:URL (up to /v1)")
+      ->required();
+  eval->add_option("--model", a->model, "model name for openai:URL (key from $OPENAI_API_KEY)");
+  eval->add_option("--episodes-per-task", a->episodes_per_task, "episodes per task (best counts)")
+      ->check(CLI::Range(1, 1000));
+  eval->add_option("--max-turns", a->max_turns, "turn budget (default: [rollout] max_turns)");
+  eval->add_option("--limit", a->limit, "only the first N tasks");
+  eval->add_option("--run-id", a->run_id, "run id; an existing one resumes");
+  eval->add_option("--report-dir", a->report_dir,
+                   "write summary.md, summary.html and episodes.jsonl here");
+  eval->add_option("--manifest", a->manifest, "read [compile], [bench], [rollout] from it");
+  eval->add_option("--gpu", a->gpu, "CUDA device index of the bench");
+  eval->callback([a, &result] { result.exit_code = run_eval(*a); });
+}
+
+}  // namespace cuda_agent::cli
