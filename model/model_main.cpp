@@ -7,6 +7,7 @@
 //                    [--top-p P] [--top-k K] [--seed N] [--device cpu|cuda] [--dtype ...] [--json]
 //   cuda-agent-model generate DIR --input PROMPTS.jsonl --json    ({"ids":[...]} per line)
 //   cuda-agent-model logits DIR --input PROMPTS.jsonl --output LOGITS.safetensors [--chunk N]
+//     (tensors logits.<i> [T, vocab] float32 from one full forward; with --chunk also cached.<i>)
 //
 // Exit codes: 0 success, 1 the job failed, 2 bad input.
 #include <CLI/CLI.hpp>
@@ -198,25 +199,25 @@ int run_logits(const RunArgs& a) {
       const std::int64_t T = std::int64_t(ids.size());
       auto tokens =
           at::tensor(ids, at::TensorOptions().dtype(at::kLong)).to(model->device()).view({1, T});
-      at::Tensor logits;
-      if (a.chunk > 0) {  // through the KV cache, `chunk` tokens at a time
+      auto add = [&](const std::string& name, const at::Tensor& logits) {
+        auto cpu = logits.squeeze(0).to(at::kFloat).to(at::kCPU).contiguous();
+        keep.push_back(cpu);
+        out.push_back({.name = name + "." + std::to_string(i),
+                       .dtype = StDtype::kF32,
+                       .shape = {cpu.size(0), cpu.size(1)},
+                       .data = cpu.data_ptr(),
+                       .bytes = std::size_t(cpu.numel() * 4)});
+      };
+      add("logits", model->forward(tokens));
+      if (a.chunk > 0) {  // again through the KV cache, `chunk` tokens at a time
         KvCache cache = model->make_cache(1, T);
         std::vector<at::Tensor> parts;
         for (std::int64_t b = 0; b < T; b += a.chunk) {
           const std::int64_t len = std::min(a.chunk, T - b);
           parts.push_back(model->forward(tokens.narrow(1, b, len), &cache, {0}, {b}));
         }
-        logits = at::cat(parts, 1);
-      } else {
-        logits = model->forward(tokens);
+        add("cached", at::cat(parts, 1));
       }
-      auto cpu = logits.squeeze(0).to(at::kFloat).to(at::kCPU).contiguous();
-      keep.push_back(cpu);
-      out.push_back({.name = "logits." + std::to_string(i),
-                     .dtype = StDtype::kF32,
-                     .shape = {cpu.size(0), cpu.size(1)},
-                     .data = cpu.data_ptr(),
-                     .bytes = std::size_t(cpu.numel() * 4)});
     }
   } catch (const c10::Error& e) {
     return report(
@@ -277,7 +278,7 @@ int main(int argc, char** argv) {
   logits->get_option("--input")->required();
   logits->add_option("--output", log_args.output, "output .safetensors")->required();
   logits->add_option("--chunk", log_args.chunk,
-                     "run through the KV cache, N tokens per call (0: one full forward)");
+                     "also write cached.<i>: the logits through the KV cache, N tokens per call");
   logits->callback([&] { exit_code = run_logits(log_args); });
 
   CLI11_PARSE(app, argc, argv);
