@@ -210,7 +210,7 @@ Expected<ModelConfig> load_model_config(const std::string& dir_or_file) {
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::path p(dir_or_file);
-  if (fs::is_directory(p, ec)) p /= "config.json";
+  if (p.extension() != ".json") p /= "config.json";
   std::ifstream in(p);
   if (!in) {
     return make_error(ErrorCategory::kNotFound, "model.no_config", p.string() + ": cannot open");
