@@ -74,7 +74,7 @@ def reset_dynamic_rope(model):
     """transformers' dynamic RoPE keeps the largest length seen; ours is stateless."""
     for m in model.modules():
         if hasattr(m, "original_inv_freq") and hasattr(m, "max_seq_len_cached"):
-            m.inv_freq = m.original_inv_freq.clone()
+            m.inv_freq = m.original_inv_freq.to(torch.float32).clone()
             m.max_seq_len_cached = m.original_max_seq_len
 
 
@@ -103,7 +103,15 @@ def check_case(exe, case, dtype, workdir, device):
             if "norm" in name:
                 p.add_(0.1 * torch.randn_like(p))
     tdtype = torch.float32 if dtype == "fp32" else torch.bfloat16
+    # .to(bf16) would also round the RoPE inverse frequencies (buffers), which transformers keeps
+    # in float32 when it loads a bf16 checkpoint; put the float32 ones back.
+    saved = {n: m.inv_freq.clone() for n, m in model.named_modules() if hasattr(m, "inv_freq")}
     model = model.to(device=device, dtype=tdtype).eval()
+    for n, m in model.named_modules():
+        if n in saved:
+            m.inv_freq = saved[n].to(device)
+            if hasattr(m, "original_inv_freq"):
+                m.original_inv_freq = saved[n].to(device)
     d = os.path.join(workdir, f"{case}_{dtype}")
     model.save_pretrained(d)
     ps = prompts(7)
