@@ -20,6 +20,7 @@ Exits 1 on any failure; writes a JSON summary with --summary.
 """
 import argparse
 import json
+import multiprocessing
 import os
 import subprocess
 import sys
@@ -168,6 +169,14 @@ def check_case(exe, case, dtype, workdir, device):
     return res
 
 
+def run_case(job):
+    exe, case, dt, work, device = job
+    try:
+        return check_case(exe, case, dt, work, device)
+    except Exception as e:  # report and go on with the other cases
+        return {"case": case, "dtype": dt, "ok": False, "error": str(e)[-2000:]}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("exe", help="path to cuda-agent-model")
@@ -179,13 +188,12 @@ def main():
     cases += [(c, "fp32") for c in ("llama_linear", "llama_dynamic", "llama_yarn")]
     results = []
     with tempfile.TemporaryDirectory() as work:
-        for case, dt in cases:
-            try:
-                r = check_case(args.exe, case, dt, work, args.device)
-            except Exception as e:  # report and go on to the next case
-                r = {"case": case, "dtype": dt, "ok": False, "error": str(e)[-2000:]}
-            results.append(r)
-            print(json.dumps(r), flush=True)
+        # One process per case (spawned: CUDA does not survive fork), results in case order.
+        jobs = [(args.exe, c, dt, work, args.device) for c, dt in cases]
+        with multiprocessing.get_context("spawn").Pool(len(jobs)) as pool:
+            for r in pool.imap(run_case, jobs):
+                results.append(r)
+                print(json.dumps(r), flush=True)
     if args.summary:
         with open(args.summary, "w") as f:
             json.dump({"transformers": transformers.__version__, "torch": torch.__version__,
