@@ -171,7 +171,7 @@ KvCache Transformer::make_cache(std::int64_t slots, std::int64_t max_seq) const 
 
 at::Tensor Transformer::attention(const LayerWeights& lw, std::size_t layer, const at::Tensor& x,
                                   const at::Tensor& cos, const at::Tensor& sin, KvCache* cache,
-                                  const std::vector<std::int64_t>& slots,
+                                  const std::vector<std::int64_t>& slots, const at::Tensor& slot_t,
                                   const at::Tensor& positions, std::int64_t kv_len) const {
   const ModelConfig& c = config_;
   const std::int64_t B = x.size(0), T = x.size(1), nh = c.num_attention_heads,
@@ -189,7 +189,6 @@ at::Tensor Transformer::attention(const LayerWeights& lw, std::size_t layer, con
   at::Tensor keys = k, values = v, out;
   const std::int64_t rep = nh / kvh;
   if (cache != nullptr) {
-    auto slot_t = at::tensor(slots, at::TensorOptions().dtype(at::kLong)).to(x.device());
     auto slot_bt = slot_t.unsqueeze(1).expand({B, T});
     cache->k[layer].index_put_({slot_bt, Slice(), positions}, k.transpose(1, 2));
     cache->v[layer].index_put_({slot_bt, Slice(), positions}, v.transpose(1, 2));
@@ -240,6 +239,8 @@ at::Tensor Transformer::hidden(const at::Tensor& tokens, KvCache* cache,
   auto long_opts = at::TensorOptions().dtype(at::kLong).device(dev);
   auto start_t = at::tensor(st, at::TensorOptions().dtype(at::kLong)).to(dev);
   auto positions = start_t.unsqueeze(1) + at::arange(T, long_opts).unsqueeze(0);  // [B, T]
+  at::Tensor slot_t;  // [B] cache slots, on the device once for all layers
+  if (cache != nullptr) slot_t = at::tensor(slots, at::TensorOptions().dtype(at::kLong)).to(dev);
   auto [inv, scale] = rope_inv_freq(kv_len);
   auto freqs = positions.to(at::kFloat).unsqueeze(-1) * inv.to(dev).view({1, 1, -1});
   auto emb = at::cat({freqs, freqs}, -1);
@@ -249,7 +250,7 @@ at::Tensor Transformer::hidden(const at::Tensor& tokens, KvCache* cache,
   for (std::size_t l = 0; l < w_.layers.size(); ++l) {
     const LayerWeights& lw = w_.layers[l];
     x = x + attention(lw, l, rms_norm(x, lw.input_norm, c.rms_norm_eps), cos, sin, cache, slots,
-                      positions, kv_len);
+                      slot_t, positions, kv_len);
     auto h = rms_norm(x, lw.post_norm, c.rms_norm_eps);
     auto mlp = at::silu(at::linear(h, lw.gate_w, lw.gate_b)) * at::linear(h, lw.up_w, lw.up_b);
     x = x + at::linear(mlp, lw.down_w, lw.down_b);

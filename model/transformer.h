@@ -103,8 +103,8 @@ class Transformer {
       : config_(std::move(config)), w_(std::move(w)) {}
   at::Tensor attention(const LayerWeights& lw, std::size_t layer, const at::Tensor& x,
                        const at::Tensor& cos, const at::Tensor& sin, KvCache* cache,
-                       const std::vector<std::int64_t>& slots, const at::Tensor& positions,
-                       std::int64_t kv_len) const;
+                       const std::vector<std::int64_t>& slots, const at::Tensor& slot_t,
+                       const at::Tensor& positions, std::int64_t kv_len) const;
 
   ModelConfig config_;
   TransformerWeights w_;

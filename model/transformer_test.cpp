@@ -200,7 +200,7 @@ TEST(TransformerFiles, MissingAndMisshapenWeightsAreNamed) {
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, "model.bad_weight_shape");
   EXPECT_NE(r.error().message.find(
-                "tensor 'model.norm.weight' has shape [2, 12], config.json implies [24]"),
+                "tensor 'model.norm.weight' has shape [2, 16], config.json implies [32]"),
             std::string::npos)
       << r.error().message;
 }
@@ -208,7 +208,7 @@ TEST(TransformerFiles, MissingAndMisshapenWeightsAreNamed) {
 TEST(ValueHead, SavesLoadsAndScoresEveryPosition) {
   TempDir d;
   auto m = Transformer::random(tiny_config("qwen2"), 3);
-  auto head = ValueHead::zeros(24, at::TensorOptions().dtype(at::kFloat));
+  auto head = ValueHead::zeros(32, at::TensorOptions().dtype(at::kFloat));
   head.weight.normal_();
   head.bias.fill_(0.5);
   ASSERT_TRUE(head.save(d.str("value_head.safetensors")));
