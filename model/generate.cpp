@@ -28,7 +28,12 @@ auto torch_call(const char* what, F&& f) -> Expected<decltype(f())> {
 }  // namespace
 
 const char* to_string(FinishReason reason) {
-  return reason == FinishReason::kStopToken ? "stop_token" : "max_new_tokens";
+  switch (reason) {
+    case FinishReason::kStopToken: return "stop_token";
+    case FinishReason::kStopString: return "stop_string";
+    case FinishReason::kMaxNewTokens: break;
+  }
+  return "max_new_tokens";
 }
 
 std::pair<std::int64_t, float> TokenSampler::sample(const float* logits, std::int64_t vocab,
@@ -129,6 +134,12 @@ Status GenerationEngine::submit(GenerationRequest r) {
   if (r.params.top_p <= 0 || r.params.top_p > 1 || r.params.top_k < 0) {
     return invalid("model.bad_sampling", who + ": top_p must be in (0, 1], top_k >= 0");
   }
+  if (!r.params.stop_strings.empty() && !detokenize_) {
+    return invalid("model.bad_sampling", who + ": stop strings need the engine's detokenizer");
+  }
+  for (const auto& stop : r.params.stop_strings) {
+    if (stop.empty()) return invalid("model.bad_sampling", who + ": empty stop string");
+  }
   const std::int64_t vocab = model_->config().vocab_size;
   for (auto t : r.prompt) {
     if (t < 0 || t >= vocab) {
@@ -170,9 +181,33 @@ bool GenerationEngine::record(Active& a, std::int64_t token, float logprob) {
     r.finish = FinishReason::kStopToken;
     return true;
   }
+  if (hit_stop_string(a)) {
+    r.finish = FinishReason::kStopString;
+    return true;
+  }
   if (std::int64_t(r.tokens.size()) >= a.request.params.max_new_tokens) {
     r.finish = FinishReason::kMaxNewTokens;
     return true;
+  }
+  return false;
+}
+
+// A stop string that completes with the newest token lies within the text of the last
+// (its length + 1) tokens, since every token is at least one byte, and ends past the text of
+// those tokens without the newest one.
+bool GenerationEngine::hit_stop_string(const Active& a) const {
+  const auto& stops = a.request.params.stop_strings;
+  if (stops.empty()) return false;
+  const auto& toks = a.result.tokens;
+  std::size_t longest = 0;
+  for (const auto& s : stops) longest = std::max(longest, s.size());
+  const std::size_t n = std::min(toks.size(), longest + 1);
+  std::span<const std::int64_t> tail(toks.data() + toks.size() - n, n);
+  const std::string text = detokenize_(tail);
+  const std::size_t before = detokenize_(tail.first(n - 1)).size();
+  for (const auto& s : stops) {
+    const std::size_t from = before >= s.size() ? before - s.size() + 1 : 0;
+    if (text.find(s, from) != std::string::npos) return true;
   }
   return false;
 }

@@ -30,8 +30,11 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <random>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "core/error.h"
@@ -50,6 +53,9 @@ struct SamplingParams {
   std::int64_t max_new_tokens = 256;
   /// Generation ends after sampling one of these (it is included in the output).
   std::vector<std::int64_t> stop_tokens;
+  /// Generation ends once the generated text contains one of these (the tokens that complete it
+  /// are kept; nothing is cut). Needs the engine's detokenizer (set_detokenizer).
+  std::vector<std::string> stop_strings;
 };
 
 struct GenerationRequest {
@@ -58,7 +64,7 @@ struct GenerationRequest {
   SamplingParams params;
 };
 
-enum class FinishReason : std::uint8_t { kStopToken, kMaxNewTokens };
+enum class FinishReason : std::uint8_t { kStopToken, kMaxNewTokens, kStopString };
 const char* to_string(FinishReason reason);
 
 struct GenerationResult {
@@ -101,13 +107,19 @@ class GenerationEngine {
                                            const EngineOptions& options);
 
   /// Queues a request. Errors (kInvalidInput): empty prompt, max_new_tokens < 1, a duplicate
-  /// id, bad sampling values, or "model.request_too_long" when prompt + max_new_tokens exceeds
-  /// max_seq_len (the message gives both numbers and the KV bytes it would need).
+  /// id, bad sampling values, stop strings without a detokenizer, or "model.request_too_long" when
+  /// prompt + max_new_tokens exceeds max_seq_len (the message gives both numbers and the KV bytes
+  /// it would need).
   Status submit(GenerationRequest request);
   /// One engine step (see above); the requests that finished in it.
   Expected<std::vector<GenerationResult>> step();
   /// Steps until nothing is waiting or running; every result, in finishing order.
   Expected<std::vector<GenerationResult>> run();
+  /// Token ids -> bytes (e.g. Tokenizer::decode), concatenative: the text of a sequence is the
+  /// text of its pieces joined. Only stop strings use it; the engine itself stays tokenizer-free.
+  using Detokenizer = std::function<std::string(std::span<const std::int64_t>)>;
+  void set_detokenizer(Detokenizer detokenize) { detokenize_ = std::move(detokenize); }
+
   /// Installs new weights (same architecture) before the next step.
   Status swap_weights(std::shared_ptr<const Transformer> model, std::int64_t policy_version);
 
@@ -128,7 +140,10 @@ class GenerationEngine {
   Expected<bool> admit(Active& a, std::int64_t slot);         // prefill; true when already finished
   bool record(Active& a, std::int64_t token, float logprob);  // true when finished
 
+  bool hit_stop_string(const Active& a) const;
+
   std::shared_ptr<const Transformer> model_;
+  Detokenizer detokenize_;
   std::int64_t version_ = 0;
   EngineOptions options_;
   KvCache cache_;

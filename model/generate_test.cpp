@@ -150,6 +150,43 @@ TEST(Generate, StopTokenEndsARequestAndFreesItsSlot) {
   EXPECT_EQ((*out)[1].tokens.size(), 2u);
 }
 
+TEST(Generate, StopStringEndsARequestThroughTheDetokenizer) {
+  auto m = tiny();
+  auto p = prompt(5, 4);
+  auto free_run =
+      run_all(m, {{.id = 1, .prompt = p, .params = {.temperature = 0, .max_new_tokens = 8}}});
+  // Each id reads as "<id>," so a stop string can straddle two tokens.
+  auto detok = [](std::span<const std::int64_t> ids) {
+    std::string s;
+    for (auto id : ids) s += std::to_string(id) + ",";
+    return s;
+  };
+  const auto& t = free_run[0].tokens;
+  const std::string stop = "," + std::to_string(t[3]) + ",";  // end of token 2, all of token 3
+  auto e = GenerationEngine::create(m, 0, {.max_batch = 1, .max_seq_len = 32});
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->submit({.id = 1,
+                       .prompt = p,
+                       .params = {.temperature = 0, .max_new_tokens = 8, .stop_strings = {stop}}})
+                .error()
+                .code,
+            "model.bad_sampling");  // no detokenizer yet
+  e->set_detokenizer(detok);
+  ASSERT_TRUE(
+      e->submit({.id = 1,
+                 .prompt = p,
+                 .params = {.temperature = 0, .max_new_tokens = 8, .stop_strings = {stop}}}));
+  auto out = e->run();
+  ASSERT_TRUE(out);
+  ASSERT_EQ(out->size(), 1u);
+  EXPECT_EQ((*out)[0].finish, FinishReason::kStopString);
+  const std::string full = detok(t);
+  const std::size_t end = full.find(stop) + stop.size();  // first completion in the text
+  std::size_t want = 0;
+  while (detok(std::span<const std::int64_t>(t.data(), want)).size() < end) ++want;
+  EXPECT_EQ((*out)[0].tokens.size(), want);
+}
+
 TEST(Generate, RequestsThatCannotFitAreRefusedClearly) {
   auto m = tiny();
   auto e = GenerationEngine::create(m, 0, {.max_batch = 2, .max_seq_len = 16});

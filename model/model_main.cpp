@@ -66,6 +66,7 @@ struct RunArgs {
   std::string dir, prompt, input, output, device = "cpu", dtype;
   std::int64_t max_new_tokens = 32, top_k = 0, chunk = 0, max_batch = 16, prefill_chunk = 512;
   double temperature = 0, top_p = 1;
+  std::vector<std::string> stop;
   std::uint64_t seed = 0;
   bool json = false;
 };
@@ -154,7 +155,13 @@ int run_generate(const RunArgs& a) {
     for (const char* s : {"<|im_end|>", "<|endoftext|>"}) {
       if (auto id = tok->token_to_id(s)) params.stop_tokens.push_back(*id);
     }
+    engine->set_detokenizer([t = *tok](std::span<const std::int64_t> ids) {
+      std::vector<TokenId> v(ids.begin(), ids.end());
+      auto text = t.decode(v);
+      return text ? *text : std::string();
+    });
   }
+  params.stop_strings = a.stop;
   for (std::size_t i = 0; i < prompts->size(); ++i) {
     SamplingParams p = params;
     p.seed = a.seed + i;
@@ -268,6 +275,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   gen->add_option("--prefill-chunk", gen_args.prefill_chunk, "prefill chunk, tokens")
       ->capture_default_str();
+  gen->add_option("--stop", gen_args.stop, "stop string (repeatable; needs DIR/tokenizer.json)");
   gen->add_flag("--json", gen_args.json,
                 "one JSON line per prompt: tokens, logprobs, finish, text");
   gen->callback([&] { exit_code = run_generate(gen_args); });
