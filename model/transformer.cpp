@@ -172,7 +172,8 @@ KvCache Transformer::make_cache(std::int64_t slots, std::int64_t max_seq) const 
 at::Tensor Transformer::attention(const LayerWeights& lw, std::size_t layer, const at::Tensor& x,
                                   const at::Tensor& cos, const at::Tensor& sin, KvCache* cache,
                                   const std::vector<std::int64_t>& slots, const at::Tensor& slot_t,
-                                  const at::Tensor& positions, std::int64_t kv_len) const {
+                                  const at::Tensor& positions, const at::Tensor& bias,
+                                  std::int64_t kv_len) const {
   const ModelConfig& c = config_;
   const std::int64_t B = x.size(0), T = x.size(1), nh = c.num_attention_heads,
                      kvh = c.num_key_value_heads, hd = c.head_dim;
@@ -205,9 +206,6 @@ at::Tensor Transformer::attention(const LayerWeights& lw, std::size_t layer, con
       keys = keys.repeat_interleave(rep, 1);
       values = values.repeat_interleave(rep, 1);
     }
-    auto j = at::arange(kv_len, positions.options()).view({1, 1, kv_len});
-    auto hidden_keys = (j > positions.unsqueeze(-1)).unsqueeze(1);  // [B, 1, T, kv_len]
-    auto bias = at::zeros({B, 1, T, kv_len}, q.options()).masked_fill(hidden_keys, -INFINITY);
     out = torch_compat::scaled_dot_product_attention(q, keys, values, bias, /*causal=*/false);
   } else {
     if (rep > 1) {
@@ -239,8 +237,16 @@ at::Tensor Transformer::hidden(const at::Tensor& tokens, KvCache* cache,
   auto long_opts = at::TensorOptions().dtype(at::kLong).device(dev);
   auto start_t = at::tensor(st, at::TensorOptions().dtype(at::kLong)).to(dev);
   auto positions = start_t.unsqueeze(1) + at::arange(T, long_opts).unsqueeze(0);  // [B, T]
-  at::Tensor slot_t;  // [B] cache slots, on the device once for all layers
-  if (cache != nullptr) slot_t = at::tensor(slots, at::TensorOptions().dtype(at::kLong)).to(dev);
+  // With a cache: the slots [B] on the device and the additive mask [B, 1, T, kv_len] (key j is
+  // visible to the query at position p when j <= p), built once for all layers.
+  at::Tensor slot_t, bias;
+  if (cache != nullptr) {
+    slot_t = at::tensor(slots, at::TensorOptions().dtype(at::kLong)).to(dev);
+    auto j = at::arange(kv_len, long_opts).view({1, 1, kv_len});
+    auto hidden_keys = (j > positions.unsqueeze(-1)).unsqueeze(1);
+    bias = at::zeros({B, 1, T, kv_len}, at::TensorOptions().dtype(dtype()).device(dev))
+               .masked_fill(hidden_keys, -INFINITY);
+  }
   auto [inv, scale] = rope_inv_freq(kv_len);
   auto freqs = positions.to(at::kFloat).unsqueeze(-1) * inv.to(dev).view({1, 1, -1});
   auto emb = at::cat({freqs, freqs}, -1);
@@ -250,7 +256,7 @@ at::Tensor Transformer::hidden(const at::Tensor& tokens, KvCache* cache,
   for (std::size_t l = 0; l < w_.layers.size(); ++l) {
     const LayerWeights& lw = w_.layers[l];
     x = x + attention(lw, l, rms_norm(x, lw.input_norm, c.rms_norm_eps), cos, sin, cache, slots,
-                      slot_t, positions, kv_len);
+                      slot_t, positions, bias, kv_len);
     auto h = rms_norm(x, lw.post_norm, c.rms_norm_eps);
     auto mlp = at::silu(at::linear(h, lw.gate_w, lw.gate_b)) * at::linear(h, lw.up_w, lw.up_b);
     x = x + at::linear(mlp, lw.down_w, lw.down_b);

@@ -104,7 +104,8 @@ class Transformer {
   at::Tensor attention(const LayerWeights& lw, std::size_t layer, const at::Tensor& x,
                        const at::Tensor& cos, const at::Tensor& sin, KvCache* cache,
                        const std::vector<std::int64_t>& slots, const at::Tensor& slot_t,
-                       const at::Tensor& positions, std::int64_t kv_len) const;
+                       const at::Tensor& positions, const at::Tensor& bias,
+                       std::int64_t kv_len) const;
 
   ModelConfig config_;
   TransformerWeights w_;

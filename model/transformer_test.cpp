@@ -119,6 +119,28 @@ TEST_P(Family, KvCacheDecodingEqualsFullForward) {
 
 INSTANTIATE_TEST_SUITE_P(Model, Family, ::testing::Values("qwen2", "llama", "qwen3"));
 
+// Runs where libtorch sees a GPU (the GPU node's build); skips elsewhere.
+TEST(TransformerCuda, MatchesCpuAndItsOwnKvCache) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no GPU visible to libtorch";
+  for (const char* type : {"qwen2", "llama", "qwen3"}) {
+    auto cpu = Transformer::random(tiny_config(type), 17);
+    auto gpu = Transformer::random(tiny_config(type), 17, {.device = at::kCUDA});
+    const std::int64_t T = 12;
+    auto ids = at::tensor(some_ids(T, 50, 3), at::kLong);
+    auto want = cpu.forward(ids.view({1, T})).squeeze(0);
+    auto full = gpu.forward(ids.to(at::kCUDA).view({1, T})).squeeze(0);
+    EXPECT_LT(max_diff(full.cpu(), want), 1e-4) << type;
+    KvCache cache = gpu.make_cache(2, 16);
+    auto ids_gpu = ids.to(at::kCUDA);
+    auto pre = gpu.forward(ids_gpu.narrow(0, 0, 4).view({1, 4}), &cache, {1}, {0}).squeeze(0);
+    EXPECT_LT(max_diff(pre.cpu(), want.narrow(0, 0, 4)), 1e-4) << type;
+    for (std::int64_t p = 4; p < T; ++p) {
+      auto l = gpu.forward(ids_gpu.narrow(0, p, 1).view({1, 1}), &cache, {1}, {p});
+      EXPECT_LT(max_diff(l[0][0].cpu(), want[p]), 1e-4) << type << " position " << p;
+    }
+  }
+}
+
 TEST(Rope, ScalingTablesFollowTheirFormulas) {
   ModelConfig c = tiny_config("llama");
   c.head_dim = 16;
