@@ -64,16 +64,24 @@ std::pair<std::int64_t, float> TokenSampler::sample(const float* logits, std::in
   if (p.top_k > 0 && p.top_k < vocab) {
     keep = p.top_k;
     std::partial_sort(order.begin(), order.begin() + keep, order.end(), by_prob);
-  } else if (p.top_p < 1.0) {
-    std::sort(order.begin(), order.end(), by_prob);
   }
   if (p.top_p < 1.0) {
-    // Renormalise over the top-k survivors, then keep the smallest prefix reaching top_p.
-    double kept_mass = 0;
-    for (std::int64_t i = 0; i < keep; ++i) kept_mass += std::exp(double(logprob(order[i])));
+    // The smallest prefix (by probability, renormalised over the top-k survivors) reaching
+    // top_p. Sorted lazily, 64 then x4 at a time: a nucleus is usually far smaller than the
+    // vocabulary, and the order is total (ties by id), so the result equals a full sort's.
+    double kept_mass = 1.0;
+    if (keep < vocab) {
+      kept_mass = 0;
+      for (std::int64_t i = 0; i < keep; ++i) kept_mass += std::exp(double(logprob(order[i])));
+    }
+    std::int64_t sorted_n = keep < vocab ? keep : 0;
     double cum = 0;
     std::int64_t n = 0;
     while (n < keep) {
+      if (n == sorted_n) {
+        sorted_n = std::min(keep, std::max<std::int64_t>(64, sorted_n * 4));
+        std::partial_sort(order.begin(), order.begin() + sorted_n, order.begin() + keep, by_prob);
+      }
       cum += std::exp(double(logprob(order[n]))) / kept_mass;
       ++n;
       if (cum >= p.top_p) break;

@@ -124,6 +124,21 @@ TEST(Sampler, TopPKeepsTheNucleusAndLogprobIsBeforeTruncation) {
   EXPECT_NEAR(counts[0] / 2000.0, 0.5 / 0.8, 0.05);
 }
 
+TEST(Sampler, NucleusLargerThanTheFirstSortedBlock) {
+  // 200 equally likely tokens hold 97.4% of the mass: top_p 0.9 keeps ids 0..184 (ties by id),
+  // more than the 64 the sampler sorts first.
+  std::vector<float> logits(1000, 0.f);
+  for (int i = 0; i < 200; ++i) logits[i] = 5.f;
+  TokenSampler s(3);
+  std::int64_t highest = 0;
+  for (int i = 0; i < 500; ++i) {
+    auto [tok, lp] = s.sample(logits.data(), 1000, {.temperature = 1, .top_p = 0.9});
+    ASSERT_LE(tok, 184);
+    highest = std::max(highest, tok);
+  }
+  EXPECT_GE(highest, 64);
+}
+
 TEST(Generate, StopTokenEndsARequestAndFreesItsSlot) {
   auto m = tiny();
   auto p = prompt(6, 2);
