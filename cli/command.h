@@ -27,7 +27,9 @@ void add_gpu_commands(CLI::App& app, CommandResult& result);   // gpu list|check
 void add_store_commands(CLI::App& app,
                         CommandResult& result);  // runs list|show, trajectories export|show
 void add_tasks_commands(CLI::App& app, CommandResult& result);  // tasks import|synth|list|show
-void add_model_commands(CLI::App& app, CommandResult& result);  // model tokenize|init-tokenizer
+void add_model_commands(
+    CLI::App& app,
+    CommandResult& result);  // model tokenize|init-tokenizer|init|generate|logits
 
 void add_eval_commands(CLI::App& app, CommandResult& result);  // eval
 

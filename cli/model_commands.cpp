@@ -1,9 +1,15 @@
 // `cuda-agent model ...`: the torch-free text side of the policy model (model/tokenizer.h).
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "cli/command.h"
 #include "model/tiny_tokenizer.h"
@@ -87,10 +93,34 @@ int run_tokenize(const TokenizeArgs& args) {
   return exit_code;
 }
 
+// `cuda-agent model init|generate|logits ...` run the torch-linked `cuda-agent-model` (built
+// beside this binary; model/model_main.cpp): the CLI itself stays torch-free. Found next to
+// /proc/self/exe, else on PATH. Returns only on failure.
+int exec_model_binary(const std::string& command, const std::vector<std::string>& args) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  std::string exe = "cuda-agent-model";
+  if (!ec && fs::exists(self.parent_path() / exe, ec)) exe = (self.parent_path() / exe).string();
+  std::vector<std::string> argv_s = {exe, command};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::fflush(stdout);
+  ::execvp(exe.c_str(), argv.data());
+  return report(make_error(ErrorCategory::kNotFound, "cli.no_model_binary",
+                           exe + ": " + std::strerror(errno) +
+                               " (build the cuda-agent-model target; it holds the torch-linked "
+                               "model commands)"));
+}
+
 }  // namespace
 
 void add_model_commands(CLI::App& app, CommandResult& result) {
-  auto* model = app.add_subcommand("model", "The policy model's text side: tokenizer, chat format");
+  auto* model = app.add_subcommand("model",
+                                   "The policy model: tokenizer, chat format; init, generate, "
+                                   "logits (torch-linked, via cuda-agent-model)");
   model->require_subcommand(1);
 
   auto* tokenize = model->add_subcommand(
@@ -122,6 +152,16 @@ void add_model_commands(CLI::App& app, CommandResult& result) {
   init->add_option("dir", iargs->dir, "output directory (created)")->required();
   init->add_option("--merges", iargs->merges, "merges to learn")->capture_default_str();
   init->add_flag("--no-nfc", iargs->no_nfc, "no NFC normalizer (exact round trip of any text)");
+  for (const char* name : {"init", "generate", "logits"}) {
+    auto* sub = model->add_subcommand(
+        name, std::string("The policy network (torch-linked): runs `cuda-agent-model ") + name +
+                  " ...`; see `cuda-agent-model " + name + " --help`");
+    sub->prefix_command();  // every argument after the name goes to cuda-agent-model
+    sub->set_help_flag();
+    sub->callback(
+        [sub, name, &result] { result.exit_code = exec_model_binary(name, sub->remaining()); });
+  }
+
   init->callback([iargs, &result] {
     Status s = write_tiny_tokenizer(iargs->dir, {.merges = iargs->merges, .nfc = !iargs->no_nfc});
     if (!s) {

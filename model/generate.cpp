@@ -1,0 +1,326 @@
+#include "model/generate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace cuda_agent {
+namespace {
+
+Error invalid(const std::string& code, const std::string& message) {
+  return make_error(ErrorCategory::kInvalidInput, code, message);
+}
+
+// c10::Error (a CUDA OOM included) becomes an Error here, once.
+template <class F>
+auto torch_call(const char* what, F&& f) -> Expected<decltype(f())> {
+  try {
+    return f();
+  } catch (const c10::Error& e) {
+    const std::string msg = e.what_without_backtrace();
+    const bool oom = msg.find("out of memory") != std::string::npos;
+    return make_error(oom ? ErrorCategory::kUnavailable : ErrorCategory::kInternal,
+                      oom ? "model.out_of_memory" : "model.torch_error",
+                      std::string(what) + ": " + msg);
+  }
+}
+
+}  // namespace
+
+const char* to_string(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kStopToken: return "stop_token";
+    case FinishReason::kStopString: return "stop_string";
+    case FinishReason::kMaxNewTokens: break;
+  }
+  return "max_new_tokens";
+}
+
+std::pair<std::int64_t, float> TokenSampler::sample(const float* logits, std::int64_t vocab,
+                                                    const SamplingParams& p) {
+  const bool greedy = p.temperature <= 0;
+  const double inv_t = greedy ? 1.0 : 1.0 / p.temperature;
+  double max_v = -INFINITY;
+  std::int64_t argmax = 0;
+  for (std::int64_t i = 0; i < vocab; ++i) {
+    if (logits[i] > max_v) {
+      max_v = logits[i];
+      argmax = i;
+    }
+  }
+  double sum = 0;
+  for (std::int64_t i = 0; i < vocab; ++i) sum += std::exp((double(logits[i]) - max_v) * inv_t);
+  const double log_z = std::log(sum);
+  auto logprob = [&](std::int64_t i) { return float((double(logits[i]) - max_v) * inv_t - log_z); };
+  if (greedy) return {argmax, logprob(argmax)};
+
+  // Candidates by probability, highest first (ties: lower id first).
+  std::vector<std::int64_t> order(vocab);
+  std::iota(order.begin(), order.end(), 0);
+  auto by_prob = [&](std::int64_t a, std::int64_t b) {
+    return logits[a] != logits[b] ? logits[a] > logits[b] : a < b;
+  };
+  std::int64_t keep = vocab;
+  if (p.top_k > 0 && p.top_k < vocab) {
+    keep = p.top_k;
+    std::partial_sort(order.begin(), order.begin() + keep, order.end(), by_prob);
+  }
+  if (p.top_p < 1.0) {
+    // The smallest prefix (by probability, renormalised over the top-k survivors) reaching
+    // top_p. Sorted lazily, 64 then x4 at a time: a nucleus is usually far smaller than the
+    // vocabulary, and the order is total (ties by id), so the result equals a full sort's.
+    double kept_mass = 1.0;
+    if (keep < vocab) {
+      kept_mass = 0;
+      for (std::int64_t i = 0; i < keep; ++i) kept_mass += std::exp(double(logprob(order[i])));
+    }
+    std::int64_t sorted_n = keep < vocab ? keep : 0;
+    double cum = 0;
+    std::int64_t n = 0;
+    while (n < keep) {
+      if (n == sorted_n) {
+        sorted_n = std::min(keep, std::max<std::int64_t>(64, sorted_n * 4));
+        std::partial_sort(order.begin(), order.begin() + sorted_n, order.begin() + keep, by_prob);
+      }
+      cum += std::exp(double(logprob(order[n]))) / kept_mass;
+      ++n;
+      if (cum >= p.top_p) break;
+    }
+    keep = std::max<std::int64_t>(n, 1);
+  }
+  double total = 0;
+  for (std::int64_t i = 0; i < keep; ++i) total += std::exp(double(logprob(order[i])));
+  const double u = double(rng_() >> 11) * 0x1.0p-53 * total;
+  double acc = 0;
+  std::int64_t pick = order[keep - 1];
+  for (std::int64_t i = 0; i < keep; ++i) {
+    acc += std::exp(double(logprob(order[i])));
+    if (u < acc) {
+      pick = order[i];
+      break;
+    }
+  }
+  return {pick, logprob(pick)};
+}
+
+Expected<GenerationEngine> GenerationEngine::create(std::shared_ptr<const Transformer> model,
+                                                    std::int64_t policy_version,
+                                                    const EngineOptions& options) {
+  if (options.max_batch < 1 || options.max_seq_len < 1 || options.prefill_chunk_tokens < 1) {
+    return invalid("model.bad_engine_options",
+                   "max_batch, max_seq_len and prefill_chunk_tokens must be positive");
+  }
+  const std::int64_t elem = c10::elementSize(model->dtype());
+  const std::int64_t per_slot = model->config().kv_bytes_per_token(elem) * options.max_seq_len;
+  std::int64_t slots = options.max_batch;
+  if (options.kv_cache_bytes > 0) {
+    slots = std::min(slots, options.kv_cache_bytes / per_slot);
+    if (slots < 1) {
+      return invalid("model.kv_budget", "kv_cache_bytes " + std::to_string(options.kv_cache_bytes) +
+                                            " is less than one slot of max_seq_len " +
+                                            std::to_string(options.max_seq_len) + " tokens (" +
+                                            std::to_string(per_slot) + " bytes)");
+    }
+  }
+  GenerationEngine e;
+  e.model_ = std::move(model);
+  e.version_ = policy_version;
+  e.options_ = options;
+  ASSIGN_OR_RETURN(e.cache_, torch_call("allocating the KV cache", [&] {
+                     return e.model_->make_cache(slots, options.max_seq_len);
+                   }));
+  e.slots_.resize(slots);
+  return e;
+}
+
+Status GenerationEngine::submit(GenerationRequest r) {
+  const std::string who = "request " + std::to_string(r.id);
+  if (r.prompt.empty()) return invalid("model.empty_prompt", who + ": empty prompt");
+  if (r.params.max_new_tokens < 1) {
+    return invalid("model.bad_sampling", who + ": max_new_tokens must be at least 1");
+  }
+  if (r.params.top_p <= 0 || r.params.top_p > 1 || r.params.top_k < 0) {
+    return invalid("model.bad_sampling", who + ": top_p must be in (0, 1], top_k >= 0");
+  }
+  if (!r.params.stop_strings.empty() && !detokenize_) {
+    return invalid("model.bad_sampling", who + ": stop strings need the engine's detokenizer");
+  }
+  for (const auto& stop : r.params.stop_strings) {
+    if (stop.empty()) return invalid("model.bad_sampling", who + ": empty stop string");
+  }
+  const std::int64_t vocab = model_->config().vocab_size;
+  for (auto t : r.prompt) {
+    if (t < 0 || t >= vocab) {
+      return invalid("model.bad_token", who + ": token " + std::to_string(t) +
+                                            " outside the vocabulary of " + std::to_string(vocab));
+    }
+  }
+  const std::int64_t need = std::int64_t(r.prompt.size()) + r.params.max_new_tokens;
+  if (need > options_.max_seq_len) {
+    const std::int64_t per_token =
+        model_->config().kv_bytes_per_token(c10::elementSize(model_->dtype()));
+    return invalid("model.request_too_long",
+                   who + ": prompt " + std::to_string(r.prompt.size()) + " + max_new_tokens " +
+                       std::to_string(r.params.max_new_tokens) + " = " + std::to_string(need) +
+                       " tokens exceeds max_seq_len " + std::to_string(options_.max_seq_len) +
+                       " (would need " + std::to_string(need * per_token) + " KV-cache bytes)");
+  }
+  auto same = [&](std::uint64_t id) { return id == r.id; };
+  bool dup =
+      std::any_of(waiting_.begin(), waiting_.end(), [&](auto& w) { return same(w.id); }) ||
+      std::any_of(slots_.begin(), slots_.end(), [&](auto& a) { return a && same(a->request.id); });
+  if (dup) return invalid("model.duplicate_request", who + ": already queued or running");
+  waiting_.push_back(std::move(r));
+  return Status::ok();
+}
+
+std::size_t GenerationEngine::running() const {
+  return std::count_if(slots_.begin(), slots_.end(), [](auto& a) { return a != nullptr; });
+}
+
+bool GenerationEngine::record(Active& a, std::int64_t token, float logprob) {
+  GenerationResult& r = a.result;
+  if (r.tokens.empty()) r.first_policy_version = version_;
+  r.last_policy_version = version_;
+  r.tokens.push_back(token);
+  r.logprobs.push_back(logprob);
+  const auto& stops = a.request.params.stop_tokens;
+  if (std::find(stops.begin(), stops.end(), token) != stops.end()) {
+    r.finish = FinishReason::kStopToken;
+    return true;
+  }
+  if (hit_stop_string(a)) {
+    r.finish = FinishReason::kStopString;
+    return true;
+  }
+  if (std::int64_t(r.tokens.size()) >= a.request.params.max_new_tokens) {
+    r.finish = FinishReason::kMaxNewTokens;
+    return true;
+  }
+  return false;
+}
+
+// A stop string that completes with the newest token lies within the text of the last
+// (its length + 1) tokens, since every token is at least one byte, and ends past the text of
+// those tokens without the newest one.
+bool GenerationEngine::hit_stop_string(const Active& a) const {
+  const auto& stops = a.request.params.stop_strings;
+  if (stops.empty()) return false;
+  const auto& toks = a.result.tokens;
+  std::size_t longest = 0;
+  for (const auto& s : stops) longest = std::max(longest, s.size());
+  const std::size_t n = std::min(toks.size(), longest + 1);
+  std::span<const std::int64_t> tail(toks.data() + toks.size() - n, n);
+  const std::string text = detokenize_(tail);
+  const std::size_t before = detokenize_(tail.first(n - 1)).size();
+  for (const auto& s : stops) {
+    const std::size_t from = before >= s.size() ? before - s.size() + 1 : 0;
+    if (text.find(s, from) != std::string::npos) return true;
+  }
+  return false;
+}
+
+Expected<bool> GenerationEngine::admit(Active& a, std::int64_t slot) {
+  const auto& prompt = a.request.prompt;
+  const std::int64_t n = std::int64_t(prompt.size());
+  const auto dev = model_->device();
+  at::Tensor last;
+  for (std::int64_t begin = 0; begin < n; begin += options_.prefill_chunk_tokens) {
+    const std::int64_t len = std::min(options_.prefill_chunk_tokens, n - begin);
+    std::vector<std::int64_t> chunk(prompt.begin() + begin, prompt.begin() + begin + len);
+    ASSIGN_OR_RETURN(
+        last, torch_call("prefill", [&] {
+          auto tokens =
+              at::tensor(chunk, at::TensorOptions().dtype(at::kLong)).to(dev).view({1, len});
+          return model_->forward(tokens, &cache_, {slot}, {begin}, /*last_only=*/true);
+        }));
+  }
+  a.cached = n;
+  auto row = last.reshape({-1}).to(at::kFloat).to(at::kCPU).contiguous();
+  auto [tok, lp] = a.sampler.sample(row.data_ptr<float>(), row.numel(), a.request.params);
+  return record(a, tok, lp);
+}
+
+Expected<std::vector<GenerationResult>> GenerationEngine::step() {
+  std::vector<GenerationResult> finished;
+  // Rows to decode: requests that were running before this step.
+  std::vector<std::int64_t> rows;
+  for (std::int64_t s = 0; s < std::int64_t(slots_.size()); ++s) {
+    if (slots_[s]) rows.push_back(s);
+  }
+  // Admit into free slots.
+  for (std::int64_t s = 0; s < std::int64_t(slots_.size()) && !waiting_.empty(); ++s) {
+    if (slots_[s]) continue;
+    GenerationRequest req = std::move(waiting_.front());
+    waiting_.pop_front();
+    const std::uint64_t seed = req.params.seed;
+    auto a = std::make_unique<Active>(Active{std::move(req), TokenSampler(seed), {}, 0});
+    a->result.id = a->request.id;
+    ASSIGN_OR_RETURN(bool done, admit(*a, s));
+    if (done) {
+      finished.push_back(std::move(a->result));
+    } else {
+      slots_[s] = std::move(a);
+    }
+  }
+  if (!rows.empty()) {
+    std::vector<std::int64_t> tokens, starts;
+    for (auto s : rows) {
+      tokens.push_back(slots_[s]->result.tokens.back());
+      starts.push_back(slots_[s]->cached);
+    }
+    const std::int64_t B = std::int64_t(rows.size());
+    ASSIGN_OR_RETURN(at::Tensor logits, torch_call("decode", [&] {
+                       auto t = at::tensor(tokens, at::TensorOptions().dtype(at::kLong))
+                                    .to(model_->device())
+                                    .view({B, 1});
+                       return model_->forward(t, &cache_, rows, starts, /*last_only=*/true)
+                           .reshape({B, -1})
+                           .to(at::kFloat)
+                           .to(at::kCPU)
+                           .contiguous();
+                     }));
+    const std::int64_t vocab = logits.size(1);
+    const float* data = logits.data_ptr<float>();
+    for (std::int64_t i = 0; i < B; ++i) {
+      Active& a = *slots_[rows[i]];
+      a.cached += 1;
+      auto [tok, lp] = a.sampler.sample(data + i * vocab, vocab, a.request.params);
+      if (record(a, tok, lp)) {
+        finished.push_back(std::move(a.result));
+        slots_[rows[i]].reset();
+      }
+    }
+  }
+  return finished;
+}
+
+Expected<std::vector<GenerationResult>> GenerationEngine::run() {
+  std::vector<GenerationResult> all;
+  while (!waiting_.empty() || running() > 0) {
+    ASSIGN_OR_RETURN(auto done, step());
+    for (auto& r : done) all.push_back(std::move(r));
+  }
+  return all;
+}
+
+Status GenerationEngine::swap_weights(std::shared_ptr<const Transformer> model,
+                                      std::int64_t policy_version) {
+  const ModelConfig &a = model_->config(), &b = model->config();
+  if (a.model_type != b.model_type || a.attention_bias != b.attention_bias ||
+      a.qk_norm != b.qk_norm || a.intermediate_size != b.intermediate_size ||
+      a.num_attention_heads != b.num_attention_heads || a.hidden_size != b.hidden_size ||
+      a.num_hidden_layers != b.num_hidden_layers ||
+      a.num_key_value_heads != b.num_key_value_heads || a.head_dim != b.head_dim ||
+      a.vocab_size != b.vocab_size || model->dtype() != model_->dtype() ||
+      model->device() != model_->device()) {
+    return invalid("model.weight_swap_mismatch",
+                   "version " + std::to_string(policy_version) +
+                       ": architecture, dtype or device differs from the running model");
+  }
+  model_ = std::move(model);
+  version_ = policy_version;
+  return Status::ok();
+}
+
+}  // namespace cuda_agent

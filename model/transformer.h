@@ -1,0 +1,132 @@
+// The policy network: a decoder-only transformer of the Llama / Qwen2 / Qwen3 family in libtorch,
+// loaded from a Hugging Face checkpoint (config.json + safetensors), numerically the same
+// computation as transformers' eager modules (RMSNorm in float32, RoPE tables in float32 cast to
+// the model dtype, q/k/v biases for Qwen2, per-head QK RMSNorm for Qwen3, GQA, SwiGLU).
+//
+//   ASSIGN_OR_RETURN(Transformer m, Transformer::load(dir, {.device = at::kCUDA}));
+//   KvCache cache = m.make_cache(/*slots=*/4, /*max_seq=*/2048);
+//   at::Tensor logits = m.forward(tokens, &cache, {0}, {0});   // prefill slot 0
+//
+// Shapes: tokens [B, T] int64 on the model's device; logits [B, T, vocab] (or [B, 1, vocab] with
+// last_only) in the model dtype; hidden [B, T, hidden_size].
+//
+// KV cache layout ("slot" cache): per layer K and V of [slots, kv_heads, max_seq, head_dim]; a
+// sequence owns one slot; row b of a forward call reads and writes slot `slots[b]` and its tokens
+// take positions starts[b] .. starts[b] + T - 1 (so starts[b] tokens of that slot are already
+// cached). Rows of one call may have different starts; they share T. Without a cache the call
+// is a plain causal forward from position 0 (the learner's path; right padding is harmless).
+//
+// Threading: a Transformer is immutable after load; forward may run from several threads on
+// distinct caches. A KvCache belongs to one caller.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "model/model_config.h"
+#include "model/torch_compat.h"
+
+namespace cuda_agent {
+
+struct LayerWeights {
+  at::Tensor input_norm;            // [hidden]
+  at::Tensor q_w, k_w, v_w, o_w;    // [heads*hd, hidden], [kv*hd, hidden] x2, [hidden, heads*hd]
+  at::Tensor q_b, k_b, v_b;         // [out] or undefined (no attention bias)
+  at::Tensor q_norm, k_norm;        // [head_dim] (Qwen3) or undefined
+  at::Tensor post_norm;             // [hidden]
+  at::Tensor gate_w, up_w, down_w;  // [inter, hidden] x2, [hidden, inter]
+  at::Tensor gate_b, up_b, down_b;  // mlp_bias only
+};
+
+struct TransformerWeights {
+  at::Tensor embed;  // [vocab, hidden]
+  std::vector<LayerWeights> layers;
+  at::Tensor final_norm;  // [hidden]
+  at::Tensor lm_head;     // [vocab, hidden]; the same storage as embed when tied
+};
+
+struct KvCache {
+  std::vector<at::Tensor> k, v;  // per layer [slots, kv_heads, max_seq, head_dim]
+  std::int64_t slots = 0;
+  std::int64_t max_seq = 0;
+  std::int64_t bytes() const;
+};
+
+struct LoadOptions {
+  at::Device device = at::kCPU;
+  /// Undefined: config.json's torch_dtype.
+  std::optional<at::ScalarType> dtype;
+};
+
+/// "float32" / "fp32" -> kFloat, "bfloat16" / "bf16" -> kBFloat16, "float16" / "fp16" -> kHalf.
+Expected<at::ScalarType> parse_dtype_name(const std::string& name);
+
+class Transformer {
+ public:
+  /// Reads `dir`/config.json and the safetensors weights. Errors name the file and tensor
+  /// (missing, unexpected dtype, shape other than the config implies).
+  static Expected<Transformer> load(const std::string& dir, const LoadOptions& options = {});
+  /// Random weights (normal, std 0.02; norms near 1) from `seed`: tests and `model init --tiny`.
+  static Transformer random(const ModelConfig& config, std::uint64_t seed,
+                            const LoadOptions& options = {});
+  /// Writes `dir`/config.json and `dir`/model.safetensors in the current dtype.
+  Status save(const std::string& dir) const;
+
+  const ModelConfig& config() const { return config_; }
+  const TransformerWeights& weights() const { return w_; }
+  at::Device device() const { return w_.embed.device(); }
+  at::ScalarType dtype() const { return w_.embed.scalar_type(); }
+
+  KvCache make_cache(std::int64_t slots, std::int64_t max_seq) const;
+
+  /// Final-normed hidden states [B, T, hidden]. `cache` may be null (then slots/starts are
+  /// ignored and positions start at 0).
+  at::Tensor hidden(const at::Tensor& tokens, KvCache* cache,
+                    const std::vector<std::int64_t>& slots,
+                    const std::vector<std::int64_t>& starts) const;
+  /// hidden -> logits: [B, T, vocab] in the model dtype.
+  at::Tensor logits(const at::Tensor& hidden) const;
+  /// Both in one; `last_only` keeps the last position only ([B, 1, vocab]).
+  at::Tensor forward(const at::Tensor& tokens, KvCache* cache,
+                     const std::vector<std::int64_t>& slots,
+                     const std::vector<std::int64_t>& starts, bool last_only = false) const;
+  at::Tensor forward(const at::Tensor& tokens) const { return forward(tokens, nullptr, {}, {}); }
+
+  /// RoPE inverse frequencies [head_dim / 2] (float32) for a sequence reaching `seq_len`
+  /// positions, and the factor cos/sin are scaled by (YaRN's attention factor; 1 otherwise).
+  std::pair<at::Tensor, double> rope_inv_freq(std::int64_t seq_len) const;
+
+ private:
+  Transformer(ModelConfig config, TransformerWeights w)
+      : config_(std::move(config)), w_(std::move(w)) {}
+  at::Tensor attention(const LayerWeights& lw, std::size_t layer, const at::Tensor& x,
+                       const at::Tensor& cos, const at::Tensor& sin, KvCache* cache,
+                       const std::vector<std::int64_t>& slots, const at::Tensor& slot_t,
+                       const at::Tensor& positions, const at::Tensor& bias,
+                       std::int64_t kv_len) const;
+
+  ModelConfig config_;
+  TransformerWeights w_;
+};
+
+/// Weighted RMSNorm as transformers computes it: float32 statistics, cast back, then the weight.
+at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps);
+/// Applies RoPE in the rotate-half convention. x: [B, heads, T, hd]; cos, sin: [B, 1, T, hd].
+at::Tensor apply_rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin);
+
+/// The critic's scalar head on the same backbone: value = hidden . weight + bias.
+/// Saved as `value_head.safetensors` with tensors "score.weight" [1, hidden], "score.bias" [1].
+struct ValueHead {
+  at::Tensor weight;  // [1, hidden]
+  at::Tensor bias;    // [1]
+
+  static ValueHead zeros(std::int64_t hidden, const at::TensorOptions& options);
+  static Expected<ValueHead> load(const std::string& path, const at::TensorOptions& options);
+  Status save(const std::string& path) const;
+  /// hidden [B, T, H] -> values [B, T] (float32).
+  at::Tensor forward(const at::Tensor& hidden) const;
+};
+
+}  // namespace cuda_agent
