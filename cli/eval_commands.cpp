@@ -13,7 +13,6 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <string>
 
 #include "cli/command.h"
@@ -22,14 +21,13 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/progress.h"
-#include "gpu_bench/bench_report.h"
 #include "gpu_bench/bench_service.h"
-#include "gpu_bench/bench_store.h"
 #include "gpu_bench/device_probe.h"
 #include "messages/trajectory_codec.h"
 #include "rollout/episode.h"
 #include "rollout/eval_summary.h"
 #include "rollout/farm_tools.h"
+#include "rollout/local_bench.h"
 #include "rollout/openai_policy.h"
 #include "rollout/replay_policy.h"
 #include "storage/run_store.h"
@@ -77,43 +75,6 @@ Expected<std::unique_ptr<PolicyBackend>> make_policy(const EvalArgs& a, const Ta
   }
   return bad("--policy '" + a.policy +
              "': expected replay:FILE, replay:DIR (DIR/<task name>.jsonl) or openai:URL");
-}
-
-// verify / benchmark / profile through the local GPU's BenchService.
-FarmEvaluationTools::Evaluator bench_evaluator(BenchService& bench, const Task& task,
-                                               const BenchOptions& options) {
-  return [&bench, &task, options](BenchMode mode, const std::string& model_py,
-                                  const std::vector<SourceFile>& files, const CompileResult& built,
-                                  bool final_evaluation) -> Expected<EvaluationOutcome> {
-    BenchJob job;
-    job.mode = mode;
-    job.task_id = task.id.value();
-    job.task_model_py = model_py;
-    job.artifact_hash = built.artifact_hash;
-    job.artifact = built.artifact;
-    job.prototypes = built.prototypes;
-    job.toolchain = built.toolchain;
-    for (const SourceFile& f : files)
-      if (f.path == "model_new.py") job.model_new_py = f.content;
-    if (final_evaluation) {  // seeds the agent never saw
-      std::random_device rd;
-      for (int i = 0; i < 5; ++i) job.seeds.push_back((std::uint64_t{rd()} << 32) | rd());
-    }
-    auto e = bench.evaluate(job);
-    if (!e) return e.error();
-    BenchReportContext ctx{.task_id = job.task_id,
-                           .mode = mode == BenchMode::kVerify    ? "verify"
-                                   : mode == BenchMode::kProfile ? "profile"
-                                                                 : "benchmark",
-                           .kernels = built.kernels,
-                           .faster_threshold = options.faster_threshold};
-    return EvaluationOutcome{.report = bench_report_text(*e, ctx),
-                             .correct = e->passed,
-                             .reward_tier = e->result.reward.tier,
-                             .continuous = e->result.reward.continuous,
-                             .speedup_vs_eager = e->result.speedup_vs_eager,
-                             .speedup_vs_compile = e->result.speedup_vs_compile};
-  };
 }
 
 std::string subset_of(const Task& t) {
@@ -171,8 +132,9 @@ int run_eval(const EvalArgs& a) {
   bo.bench = manifest.bench;
   bo.device = static_cast<int>(a.gpu);
   bo.worker_id = WorkerId{"eval"};
-  auto bench = BenchService::create(bo);
-  if (!bench) return report(bench.error());
+  auto created = BenchService::create(bo);
+  if (!created) return report(created.error());
+  std::shared_ptr<BenchService> bench = std::move(*created);
   CompileServiceOptions so;
   so.compile = manifest.compile;
   auto farm = EmbeddedCompileFarm::start(so, 0);
@@ -210,7 +172,7 @@ int run_eval(const EvalArgs& a) {
           {.target_arch = manifest.compile.target_arch,
            .library_policy = manifest.compile.library_policy == "pure" ? LibraryPolicy::kPure
                                                                        : LibraryPolicy::kDefault},
-          bench_evaluator(**bench, task, manifest.bench));
+          local_bench_evaluator(bench, task.id.value()));
       EpisodeSpec spec{.episode_id = id,
                        .run_id = run,
                        .task_id = task.id,

@@ -45,15 +45,18 @@ std::string agent_bench_report(const BenchEvaluation& e, BenchMode mode, std::si
   return out;
 }
 
-FarmEvaluationTools::Evaluator local_bench_evaluator(std::shared_ptr<BenchService> bench) {
-  return [bench](BenchMode mode, const std::string& model_py, const std::vector<SourceFile>& files,
-                 const CompileResult& built, bool final_evaluation) -> Expected<EvaluationOutcome> {
+FarmEvaluationTools::Evaluator local_bench_evaluator(std::shared_ptr<BenchService> bench,
+                                                     std::string task_id) {
+  return [bench, task_id](BenchMode mode, const std::string& model_py,
+                          const std::vector<SourceFile>& files, const CompileResult& built,
+                          bool final_evaluation) -> Expected<EvaluationOutcome> {
     auto model_new = std::find_if(files.begin(), files.end(),
                                   [](const SourceFile& f) { return f.path == "model_new.py"; });
     if (model_new == files.end())
       return EvaluationOutcome{"the workspace has no model_new.py (class ModelNew)", false, -1, 0};
     BenchJob job;
     job.mode = final_evaluation ? BenchMode::kBenchmark : mode;
+    job.task_id = task_id;
     job.task_model_py = model_py;
     job.artifact_hash = built.artifact_hash;
     job.artifact = built.artifact;
@@ -66,6 +69,8 @@ FarmEvaluationTools::Evaluator local_bench_evaluator(std::shared_ptr<BenchServic
     out.correct = e.passed;
     out.reward_tier = e.result.reward.tier;
     out.continuous = e.result.reward.continuous;
+    out.speedup_vs_eager = e.result.speedup_vs_eager;
+    out.speedup_vs_compile = e.result.speedup_vs_compile;
     return out;
   };
 }

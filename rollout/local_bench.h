@@ -18,7 +18,9 @@
 
 namespace cuda_agent {
 
-FarmEvaluationTools::Evaluator local_bench_evaluator(std::shared_ptr<BenchService> bench);
+/// `task_id` names the task in reports and audit records (may be empty).
+FarmEvaluationTools::Evaluator local_bench_evaluator(std::shared_ptr<BenchService> bench,
+                                                     std::string task_id = "");
 
 /// The report the agent sees, cut to at most `max_lines` lines (the profiler part stays whole).
 std::string agent_bench_report(const BenchEvaluation& e, BenchMode mode, std::size_t max_lines);
