@@ -17,24 +17,14 @@
 #include <cstring>
 #include <mutex>
 
+#include "core/unique_fd.h"
+
 namespace cuda_agent {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-/// A file descriptor closed on scope exit.
-struct Fd {
-  int fd = -1;
-  Fd() = default;
-  explicit Fd(int f) : fd(f) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() { reset(); }
-  void reset() {
-    if (fd >= 0) ::close(fd);
-    fd = -1;
-  }
-};
+using Fd = UniqueFd;
 
 Error spawn_error(const std::string& what, int err) {
   return make_error(ErrorCategory::kInternal, "sandbox.spawn", what + ": " + std::strerror(err));

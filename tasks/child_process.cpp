@@ -14,31 +14,14 @@
 #include <chrono>
 #include <cstring>
 
+#include "core/unique_fd.h"
+
 namespace cuda_agent {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-struct Fd {
-  int fd = -1;
-  Fd() = default;
-  explicit Fd(int f) : fd(f) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() { reset(); }
-  void reset() {
-    if (fd >= 0) ::close(fd);
-    fd = -1;
-  }
-};
-
-bool make_pipe(Fd& read_end, Fd& write_end) {
-  int p[2];
-  if (::pipe2(p, O_CLOEXEC) != 0) return false;
-  read_end.fd = p[0];
-  write_end.fd = p[1];
-  return true;
-}
+using Fd = UniqueFd;
 
 void set_limit(int resource, std::int64_t value) {
   rlimit r{static_cast<rlim_t>(value), static_cast<rlim_t>(value)};
