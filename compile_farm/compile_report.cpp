@@ -20,17 +20,6 @@ std::string kind_text(const LauncherParam& p) {
   return "?";
 }
 
-std::string_view kind_name(ParamKind k) {
-  switch (k) {
-    case ParamKind::kPointer: return "pointer";
-    case ParamKind::kInteger: return "integer";
-    case ParamKind::kFloating: return "floating";
-    case ParamKind::kStream: return "stream";
-    case ParamKind::kUnknown: break;
-  }
-  return "unknown";
-}
-
 }  // namespace
 
 std::string compile_report_text(const CompileResult& r) {
@@ -77,7 +66,7 @@ std::string compile_report_json(const CompileResult& r, int indent) {
   for (const LauncherPrototype& l : r.prototypes) {
     nlohmann::json params = nlohmann::json::array();
     for (const LauncherParam& p : l.params) {
-      nlohmann::json jp = {{"name", p.name}, {"c_type", p.c_type}, {"kind", kind_name(p.kind)}};
+      nlohmann::json jp = {{"name", p.name}, {"c_type", p.c_type}, {"kind", to_string(p.kind)}};
       if (p.kind == ParamKind::kPointer) jp["dtype"] = compile_farm::pointer_dtype(p.c_type);
       params.push_back(jp);
     }

@@ -9,27 +9,6 @@ namespace cuda_agent {
 namespace {
 using json = nlohmann::json;
 
-std::string_view mode_name(BenchMode mode) {
-  switch (mode) {
-    case BenchMode::kVerify: return "verify";
-    case BenchMode::kBenchmark: return "benchmark";
-    case BenchMode::kProfile: return "profile";
-    case BenchMode::kUnknown: break;
-  }
-  return "unknown";
-}
-
-std::string_view kind_name(ParamKind kind) {
-  switch (kind) {
-    case ParamKind::kPointer: return "pointer";
-    case ParamKind::kInteger: return "integer";
-    case ParamKind::kFloating: return "floating";
-    case ParamKind::kStream: return "stream";
-    case ParamKind::kUnknown: break;
-  }
-  return "unknown";
-}
-
 Error bad(const std::string& what) {
   return make_error(ErrorCategory::kInternal, "bench.result", "harness result: " + what);
 }
@@ -83,14 +62,14 @@ std::string harness_request_json(const HarnessRequest& r) {
   for (const auto& p : r.prototypes) {
     json params = json::array();
     for (const auto& q : p.params)
-      params.push_back({{"name", q.name}, {"c_type", q.c_type}, {"kind", kind_name(q.kind)}});
+      params.push_back({{"name", q.name}, {"c_type", q.c_type}, {"kind", to_string(q.kind)}});
     protos.push_back({{"name", p.name}, {"params", params}});
   }
   const HarnessOptions& o = r.options;
   json j = {
       {"format", kHarnessRequestFormat},
       {"version", kHarnessFormatVersion},
-      {"mode", mode_name(r.mode)},
+      {"mode", to_string(r.mode)},
       {"task_model_py", r.task_model_py},
       {"model_new_py", r.model_new_py},
       {"library", r.library},

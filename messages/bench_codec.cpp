@@ -203,4 +203,14 @@ Expected<AuditRecord> decode_audit_record(std::string_view bytes, const DecodeLi
       });
 }
 
+std::string_view to_string(BenchMode mode) {
+  switch (mode) {
+    case BenchMode::kVerify: return "verify";
+    case BenchMode::kBenchmark: return "benchmark";
+    case BenchMode::kProfile: return "profile";
+    case BenchMode::kUnknown: break;
+  }
+  return "unknown";
+}
+
 }  // namespace cuda_agent

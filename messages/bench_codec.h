@@ -35,6 +35,8 @@ enum class BenchMode : std::uint8_t {
   kBenchmark = 2,  ///< checks, then timing against eager and torch.compile
   kProfile = 3,    ///< checks, then one profiled run
 };
+/// "verify", "benchmark", "profile" or "unknown".
+std::string_view to_string(BenchMode mode);
 
 /// The task a solution is evaluated against.
 struct TaskRef {

@@ -135,4 +135,15 @@ Expected<CompileReply> decode_compile_reply(std::string_view bytes, const Decode
   return decode_reply<wire::CompileReply, CompileReply>(bytes, limits, "CompileReply", get_result);
 }
 
+std::string_view to_string(ParamKind kind) {
+  switch (kind) {
+    case ParamKind::kPointer: return "pointer";
+    case ParamKind::kInteger: return "integer";
+    case ParamKind::kFloating: return "floating";
+    case ParamKind::kStream: return "stream";
+    case ParamKind::kUnknown: break;
+  }
+  return "unknown";
+}
+
 }  // namespace cuda_agent

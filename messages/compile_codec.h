@@ -53,6 +53,8 @@ enum class ParamKind : std::uint8_t {
   kFloating = 3,  ///< takes a Python float
   kStream = 4,    ///< the trailing cudaStream_t, filled by the harness
 };
+/// "pointer", "integer", "floating", "stream" or "unknown" (the harness request's spelling).
+std::string_view to_string(ParamKind kind);
 
 /// One parameter of an extern "C" launcher.
 struct LauncherParam {

@@ -6,23 +6,10 @@
 #include "gpu_bench/bench_report.h"
 
 namespace cuda_agent {
-namespace {
-
-const char* mode_text(BenchMode mode) {
-  switch (mode) {
-    case BenchMode::kVerify: return "verify";
-    case BenchMode::kBenchmark: return "benchmark";
-    case BenchMode::kProfile: return "profile";
-    case BenchMode::kUnknown: break;
-  }
-  return "unknown";
-}
-
-}  // namespace
 
 std::string agent_bench_report(const BenchEvaluation& e, BenchMode mode, std::size_t max_lines) {
   BenchReportContext ctx;
-  ctx.mode = mode_text(mode);
+  ctx.mode = std::string(to_string(mode));
   std::istringstream in(bench_report_text(e, ctx));
   std::string out;
   std::string line;
