@@ -14,10 +14,7 @@
 #include "core/content_hash.h"
 #include "core/sandbox.h"
 #include "gpu_bench/device_probe.h"
-
-#ifndef CUDA_AGENT_SOURCE_HARNESS_DIR
-#define CUDA_AGENT_SOURCE_HARNESS_DIR ""
-#endif
+#include "gpu_bench/harness_sandbox.h"
 
 namespace cuda_agent {
 namespace {
@@ -25,47 +22,6 @@ namespace fs = std::filesystem;
 
 Error bench_error(ErrorCategory c, std::string code, std::string message) {
   return make_error(c, std::move(code), std::move(message));
-}
-
-/// An absolute path for `program`: itself when it has a slash, else the first match on PATH.
-Expected<std::string> find_program(const std::string& program) {
-  if (program.find('/') != std::string::npos) {
-    if (::access(program.c_str(), X_OK) == 0) return fs::absolute(program).string();
-    return bench_error(ErrorCategory::kUnavailable, "bench.spawn",
-                       "python interpreter '" + program + "' is not executable");
-  }
-  const char* path = std::getenv("PATH");
-  std::stringstream dirs(path ? path : "/usr/local/bin:/usr/bin:/bin");
-  std::string dir;
-  while (std::getline(dirs, dir, ':')) {
-    if (dir.empty()) continue;
-    fs::path p = fs::path(dir) / program;
-    if (::access(p.c_str(), X_OK) == 0) return p.string();
-  }
-  return bench_error(ErrorCategory::kUnavailable, "bench.spawn",
-                     "python interpreter '" + program + "' not found on PATH");
-}
-
-Expected<std::string> find_harness(const std::string& configured) {
-  std::vector<std::string> candidates;
-  if (!configured.empty()) {
-    candidates.push_back(configured);
-  } else {
-    if (const char* env = std::getenv("CUDA_AGENT_HARNESS_DIR"); env && *env)
-      candidates.emplace_back(env);
-    std::error_code ec;
-    fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-    if (!ec) candidates.push_back((exe.parent_path() / "../share/cuda-agent/harness").string());
-    candidates.emplace_back(CUDA_AGENT_SOURCE_HARNESS_DIR);
-  }
-  for (const auto& dir : candidates) {
-    if (dir.empty()) continue;
-    fs::path p = fs::path(dir) / "harness.py";
-    std::error_code ec;
-    if (fs::is_regular_file(p, ec)) return fs::canonical(p, ec).string();
-  }
-  return bench_error(ErrorCategory::kUnavailable, "bench.spawn",
-                     "harness.py not found (set [bench] harness_dir or CUDA_AGENT_HARNESS_DIR)");
 }
 
 Status write_file(const fs::path& p, std::string_view bytes, mode_t mode) {
@@ -132,8 +88,8 @@ void score_evaluation(BenchEvaluation& e, const RewardRule& rule,
 }
 
 Expected<std::unique_ptr<BenchService>> BenchService::create(BenchServiceOptions options) {
-  ASSIGN_OR_RETURN(std::string python, find_program(options.bench.python));
-  ASSIGN_OR_RETURN(std::string harness, find_harness(options.harness_dir));
+  ASSIGN_OR_RETURN(std::string python, find_python(options.bench.python));
+  ASSIGN_OR_RETURN(std::string harness, find_harness_script(options.harness_dir, "harness.py"));
   if (options.work_root.empty()) {
     const char* tmp = std::getenv("TMPDIR");
     options.work_root =
@@ -166,10 +122,7 @@ BenchService::BenchService(BenchServiceOptions options, std::string python,
       harness_path_(std::move(harness_path)) {
   // The child sees exactly this GPU. A UUID names it whatever this process's own
   // CUDA_VISIBLE_DEVICES is; without a driver (tests with a fake harness) the index stands in.
-  visible_device_ = std::to_string(options_.device);
-  DeviceList list = list_devices();
-  for (const auto& d : list.devices)
-    if (d.index == options_.device && !d.uuid.empty()) visible_device_ = d.uuid;
+  visible_device_ = visible_device_for(options_.device);
 }
 
 BenchService::~BenchService() {
@@ -253,25 +206,6 @@ Expected<BenchEvaluation> BenchService::run_job(const BenchJob& job, const std::
     ::chmod(dir.c_str(), 0700);
   }
 
-  SandboxSpec spec;
-  spec.argv = {python_,     "-I",
-               "-B",        harness_path_,
-               "--request", request_path.string(),
-               "--result",  result_path.string()};
-  spec.work_dir = dir.string();
-  spec.env = {"PATH=/usr/local/bin:/usr/bin:/bin",
-              "HOME=" + dir.string(),
-              "TMPDIR=" + (dir / "tmp").string(),
-              "PYTHONUNBUFFERED=1",
-              "CUDA_VISIBLE_DEVICES=" + visible_device_,
-              "TORCHINDUCTOR_CACHE_DIR=" + (dir / "tmp" / "inductor").string(),
-              "TRITON_CACHE_DIR=" + (dir / "tmp" / "triton").string(),
-              "TORCHINDUCTOR_COMPILE_THREADS=1"};
-  // Kept from this process: library paths, and the NVLink-multicast switches a shared host needs.
-  for (const char* name : {"LD_LIBRARY_PATH", "CUDA_HOME", "NCCL_NVLS_ENABLE",
-                           "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS"}) {
-    if (const char* v = std::getenv(name)) spec.env.push_back(std::string(name) + "=" + v);
-  }
   std::int64_t wall_ms = options_.bench.harness_wall_ms;
   if (job.deadline_unix_ms > 0) {
     const std::int64_t left = job.deadline_unix_ms - now_unix_ms();
@@ -280,19 +214,14 @@ Expected<BenchEvaluation> BenchService::run_job(const BenchJob& job, const std::
                          "the request's deadline passed before the harness started");
     wall_ms = std::min(wall_ms, left);
   }
-  spec.limits.wall_ms = wall_ms;
-  // RLIMIT_CPU counts every thread of the process: a synchronising thread spins, torch.compile
-  // and the CPU side of the contenders add more. The wall deadline is the real bound; this is a
-  // backstop against a CPU-bound runaway.
-  spec.limits.cpu_seconds = 4 * wall_ms / 1000 + 120;
-  spec.limits.memory_bytes = 0;  // CUDA reserves far more address space than it uses
-  spec.limits.file_bytes = 2LL << 30;
-  spec.limits.output_bytes = 4LL << 20;
-  spec.limits.open_files = 4096;
-  spec.limits.processes = 4096;  // counts threads of the uid; torch starts many
-  spec.run_as = run_as;
-  spec.isolate_network = options_.isolate_network;
-
+  const SandboxSpec spec = harness_sandbox_spec(
+      {.python = python_,
+       .job_dir = dir.string(),
+       .visible_device = visible_device_,
+       .run_as = run_as,
+       .isolate_network = options_.isolate_network,
+       .wall_ms = wall_ms},
+      {harness_path_, "--request", request_path.string(), "--result", result_path.string()});
   ASSIGN_OR_RETURN(SandboxResult sr, run_sandboxed(spec));
   BenchEvaluation e;
   e.wall_seconds = sr.wall_seconds;
