@@ -27,6 +27,8 @@ void add_gpu_commands(CLI::App& app, CommandResult& result);   // gpu list|check
 void add_store_commands(CLI::App& app,
                         CommandResult& result);  // runs list|show, trajectories export|show
 void add_tasks_commands(CLI::App& app, CommandResult& result);  // tasks import|synth|list|show
+/// `tasks filter` (cli/tasks_filter_command.cpp), added by add_tasks_commands.
+void add_tasks_filter_command(CLI::App& tasks, CommandResult& result);
 void add_model_commands(
     CLI::App& app,
     CommandResult& result);  // model tokenize|init-tokenizer|init|generate|logits

@@ -1,6 +1,7 @@
-// `cuda-agent tasks import|synth|list|show`: build task sets in a run store (tasks/). Import and
-// synth open the store as its writer (a running job holding it makes them exit 2 naming it);
-// list and show open it as a secondary and work beside a live run.
+// `cuda-agent tasks import|synth|list|show`: build task sets in a run store (tasks/); `tasks
+// filter` is in cli/tasks_filter_command.cpp. Import and synth open the store as its writer (a
+// running job holding it makes them exit 2 naming it); list and show open it as a secondary and
+// work beside a live run.
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -318,10 +319,11 @@ void add_list_show(CLI::App& tasks, CommandResult& result) {
 }  // namespace
 
 void add_tasks_commands(CLI::App& app, CommandResult& result) {
-  auto* tasks = app.add_subcommand("tasks", "Task sets: import, synthesize, list");
+  auto* tasks = app.add_subcommand("tasks", "Task sets: import, synthesize, filter, list");
   tasks->require_subcommand(1);
   add_import(*tasks, result);
   add_synth(*tasks, result);
+  add_tasks_filter_command(*tasks, result);
   add_list_show(*tasks, result);
 }
 
