@@ -1,10 +1,12 @@
 // `cuda-agent tasks import|synth|list|show` run as a user runs them: a directory of broken task
 // files imports the good ones and names each bad one; synthesized sets are reproducible across
-// processes and re-importing changes nothing. The KernelBench import is tasks_kernelbench_test.
+// processes and re-importing changes nothing; `tasks filter` argument errors, and a CPU run of the
+// filter (skipped without torch). The KernelBench import is tasks_kernelbench_test.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -137,6 +139,81 @@ TEST(TasksCli, BadArgumentsExitTwoWithTheReason) {
   EXPECT_TRUE(has(r, "cannot import " + tmp.sub("missing") + ": no such file")) << r.output;
   r = run("tasks show nope/x-0 --store " + tmp.sub("s2"));
   EXPECT_EQ(r.exit_code, 2) << r.output;
+}
+
+TEST(TasksCli, FilterArgumentErrorsNameTheFlag) {
+  TempDir tmp("tasks_cli_filter_args");
+  const std::string store = " --store " + tmp.sub("s");
+  CmdResult r = run("tasks filter" + store);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(has(r, "needs --suite NAME (repeatable) or --all")) << r.output;
+  r = run("tasks filter --all --suite a" + store);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(has(r, "--suite NAME or --all, not both")) << r.output;
+  r = run("tasks filter --all --min-ms 5 --max-ms 2" + store);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(has(r, "leave an empty window")) << r.output;
+  r = run("tasks filter --all --similarity 1.5" + store);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(has(r, "--similarity must be in (0, 1]")) << r.output;
+  r = run("tasks filter --all --jobs 0" + store);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(has(r, "--jobs must be at least 1")) << r.output;
+  r = run("tasks filter --all --report " + tmp.sub("no/such/dir/r.md") + store);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(has(r, "does not exist")) << r.output;
+  r = run("tasks filter --suite nothing" + store);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(has(r, "no stored task is in suite(s) nothing")) << r.output;
+  // An evaluation suite that is not in the store is named.
+  r = run("tasks synth --count 2 --seed 1 --store " + tmp.sub("s"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = run("tasks filter --suite synth --decontaminate-against kernelbench" + store);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(has(r, "--decontaminate-against kernelbench: the store holds no task")) << r.output;
+}
+
+TEST(TasksCli, FilterOnTheCpuReportsAndExports) {
+  // filter_task.py needs torch; --device cpu runs its checks without a GPU.
+  std::string python;
+  for (const char* p : {"python3", "/usr/bin/python3"}) {
+    if (std::system(
+            (std::string("timeout 120 ") + p + " -c 'import torch' >/dev/null 2>&1").c_str()) ==
+        0) {
+      python = p;
+      break;
+    }
+  }
+  if (python.empty()) GTEST_SKIP() << "no python3 here can import torch";
+  TempDir tmp("tasks_cli_filter_cpu");
+  const std::string store = tmp.sub("s");
+  write(fs::path(tmp.sub("in")) / "good.py", kGood);
+  std::string constant = kGood;
+  constant.replace(constant.find("torch.relu(x) * self.scale"), 26, "x * 0.0");
+  write(fs::path(tmp.sub("in")) / "constant.py", constant);
+  write(fs::path(tmp.sub("in")) / "copy.py", std::string(kGood) + "\n# a copy\n");
+  CmdResult r = run("tasks import " + tmp.sub("in") + " --suite t --store " + store);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string filter = "tasks filter --suite t --device cpu --python " + python +
+                             " --min-ms 0 --no-compile --trials 2 --jobs 2 --store " + store;
+  r = run(filter + " --report " + tmp.sub("report.md") + " --export " + tmp.sub("out"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(has(r, "filtered 3 tasks")) << r.output;
+  EXPECT_TRUE(has(r, "1 passed (33.3% of 3 judged), 2 dropped")) << r.output;
+  EXPECT_TRUE(has(r, "not_constant")) << r.output;
+  EXPECT_TRUE(has(r, "duplicate")) << r.output;
+  const std::string md = read(tmp.sub("report.md"));
+  EXPECT_TRUE(md.find("| not_constant |") != std::string::npos) << md;
+  EXPECT_TRUE(md.find("| duplicate | duplicate of t/") != std::string::npos) << md;
+  // copy.py sorts first, so good.py is the duplicate: one of them is exported.
+  EXPECT_TRUE(fs::exists(fs::path(tmp.sub("out")) / "copy.py"));
+  EXPECT_FALSE(fs::exists(fs::path(tmp.sub("out")) / "good.py"));
+  // Again: every verdict is reused, nothing runs.
+  r = run(filter + " --report " + tmp.sub("report.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(has(r, "2 reused from an earlier run")) << r.output;
+  auto j = nlohmann::json::parse(read(tmp.sub("report.json")));
+  EXPECT_EQ(j["summary"]["passed"], 1);
 }
 
 }  // namespace
