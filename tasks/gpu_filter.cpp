@@ -168,8 +168,10 @@ std::optional<FilterResult> stored_gpu_result(const Task& task, const std::strin
   for (const FilterResult& r : task.filters) {
     if (r.filter != kSummary) continue;
     json d = json::parse(r.details_json, nullptr, false);
+    // A timeout may come from a crowded machine rather than the task: such a verdict is redone.
     if (d.is_object() && d.value("options_key", "") == key &&
-        d.value("content_hash", "") == task.content_hash)
+        d.value("content_hash", "") == task.content_hash &&
+        d.value("failed_filter", "") != "filter_timeout")
       return r;
   }
   return std::nullopt;

@@ -131,7 +131,7 @@ GpuFilterOutcome failed_child_outcome(const SandboxResult& r, std::int64_t wall_
                                       std::int64_t now_unix_ms);
 
 /// The stored summary row of a GPU filter run, when `task` has one made with `key` for its
-/// current content hash.
+/// current content hash and it is not a timeout (those are run again).
 std::optional<FilterResult> stored_gpu_result(const Task& task, const std::string& key);
 
 }  // namespace cuda_agent

@@ -112,6 +112,9 @@ TEST(TaskFilter, ParsesResultsIntoRowsWithASummaryRow) {
   t.filters.back().details_json = d.dump();
   EXPECT_TRUE(stored_gpu_result(t, "KEY"));
   EXPECT_FALSE(stored_gpu_result(t, "OTHER KEY"));
+  d["failed_filter"] = "filter_timeout";  // a timeout is not a verdict to keep
+  t.filters.back().details_json = d.dump();
+  EXPECT_FALSE(stored_gpu_result(t, "KEY"));
 
   auto no_gpu = parse_filter_result(
       R"({"format": "cuda-agent-filter-result", "ok": false, "checks": [],
