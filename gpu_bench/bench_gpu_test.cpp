@@ -34,6 +34,8 @@ class BenchGpu : public ::testing::Test {
     auto compiler = CompileService::create({});
     ASSERT_TRUE(compiler) << compiler.error().to_string();
     CompileRequest req;
+    req.target_arch =
+        "sm_" + std::to_string(list.devices[0].cc_major * 10 + list.devices[0].cc_minor);
     req.files = {
         {"kernels/scale_relu.cu", src("gpu_bench/testdata/scale_relu/kernels/scale_relu.cu")}};
     auto built = (*compiler)->compile(req);

@@ -54,8 +54,10 @@ struct Entry {
   BenchJob job;
 };
 
-Expected<Entry> build_entry(CompileService& compiler, const fs::path& dir) {
+Expected<Entry> build_entry(CompileService& compiler, const fs::path& dir,
+                            const std::string& arch) {
   CompileRequest req;
+  req.target_arch = arch;
   for (const auto& f : fs::recursive_directory_iterator(dir / "kernels")) {
     if (f.is_regular_file())
       req.files.push_back({fs::relative(f.path(), dir).string(), slurp(f.path())});
@@ -170,7 +172,9 @@ int run(int argc, char** argv) {
   std::map<std::string, Entry> entries;
   std::stringstream names_in(list);
   for (std::string name; std::getline(names_in, name, ',');) {
-    auto e = build_entry(**compiler, honest / name);
+    const DeviceInfo& d = devices.devices[0];
+    auto e = build_entry(**compiler, honest / name,
+                         "sm_" + std::to_string(d.cc_major * 10 + d.cc_minor));
     if (!e) return std::fprintf(stderr, "%s: %s\n", name.c_str(), e.error().to_string().c_str()), 1;
     entries[name] = std::move(*e);
   }
