@@ -34,6 +34,8 @@ class BenchGpu : public ::testing::Test {
     auto compiler = CompileService::create({});
     ASSERT_TRUE(compiler) << compiler.error().to_string();
     CompileRequest req;
+    req.target_arch =
+        "sm_" + std::to_string(list.devices[0].cc_major * 10 + list.devices[0].cc_minor);
     req.files = {
         {"kernels/scale_relu.cu", src("gpu_bench/testdata/scale_relu/kernels/scale_relu.cu")}};
     auto built = (*compiler)->compile(req);
@@ -84,6 +86,9 @@ TEST_F(BenchGpu, DesignExamplePassesAndIsTimed) {
   EXPECT_GE(e->result.reward.tier, 1);
   EXPECT_EQ(e->result.candidate_trial_us.size(), 30u);
   EXPECT_EQ(e->result.eager_trial_us.size(), 30u);
+  // The torch.compile baseline runs in the sandbox too (its uid has no passwd entry).
+  EXPECT_EQ(e->result.compile_trial_us.size(), 30u);
+  EXPECT_GT(e->result.speedup_vs_compile, 0.0);
   EXPECT_GT(e->result.speedup_vs_eager, 0.5);
   EXPECT_FALSE(e->result.audit.gpu_name.empty());
   EXPECT_FALSE(e->result.audit.torch_version.empty());

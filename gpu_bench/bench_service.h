@@ -32,6 +32,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -73,6 +74,11 @@ struct BenchServiceOptions {
   /// Health check of the GPU; default (empty): device_probe's health_check(device). Tests inject
   /// a fake here.
   std::function<Status()> health_check;
+  /// Reuse this service's own torch.compile median of a task (same task text, same precision
+  /// flags; the service owns one GPU and one Python) instead of compiling and timing the
+  /// reference again, except for jobs with `overrides.remeasure_baselines` (final evaluations).
+  /// Eager is still measured in every benchmark, interleaved with the candidate. Default: true.
+  bool reuse_compile_baseline = true;
 };
 
 /// Eager and torch.compile medians measured earlier for the same task, GPU, torch version and
@@ -126,7 +132,9 @@ class BenchService {
  private:
   BenchService(BenchServiceOptions options, std::string python, std::string harness_path);
   Status ensure_healthy();
-  Expected<BenchEvaluation> run_job(const BenchJob& job, const std::string& dir);
+  Expected<BenchEvaluation> run_job(const BenchJob& job,
+                                    const std::optional<CachedBaseline>& baseline,
+                                    const std::string& dir);
 
   BenchServiceOptions options_;
   std::string python_;
@@ -135,6 +143,8 @@ class BenchService {
   mutable std::mutex mu_;
   bool healthy_ = true;
   std::uint64_t jobs_ = 0;
+  /// torch.compile medians this service measured: task content hash + precision -> us.
+  std::map<std::string, double> compile_memo_;
 };
 
 /// Fills the reward and speedups of `e` from its trials, checks and violations (with `cached`

@@ -169,6 +169,46 @@ TEST_F(BenchServiceTest, RequestCarriesOverridesCachedBaselinesAndTheDevice) {
   EXPECT_EQ(e->result.reward.tier, 3);
 }
 
+TEST_F(BenchServiceTest, ReusesItsOwnCompileBaselineUnlessFinal) {
+  auto s = make();
+  ASSERT_TRUE(s);
+  auto reused = [](const BenchEvaluation& e) {
+    for (const auto& n : e.harness.notes)
+      if (n.find("earlier measurement") != std::string::npos) return true;
+    return false;
+  };
+  auto first = s->evaluate(job("fast"));
+  ASSERT_TRUE(first) << first.error().to_string();
+  EXPECT_FALSE(reused(*first));
+  EXPECT_EQ(first->result.compile_trial_us.size(), 5u);
+  // Same task text, benchmark mode: torch.compile is not timed again; its median stands in.
+  auto second = s->evaluate(job("fast"));
+  ASSERT_TRUE(second);
+  EXPECT_TRUE(reused(*second));
+  EXPECT_TRUE(second->result.compile_trial_us.empty());
+  EXPECT_DOUBLE_EQ(second->result.speedup_vs_compile, 1.5);
+  EXPECT_EQ(second->result.reward.tier, 3);
+  // A final evaluation re-measures; so does another task, or TF32 on.
+  BenchJob final_job = job("fast");
+  final_job.overrides.remeasure_baselines = true;
+  auto final_eval = s->evaluate(final_job);
+  ASSERT_TRUE(final_eval);
+  EXPECT_FALSE(reused(*final_eval));
+  EXPECT_EQ(final_eval->result.compile_trial_us.size(), 5u);
+  BenchJob other = job("fast");
+  other.task_model_py = "class Model: pass  # another task\n";
+  EXPECT_FALSE(reused(*s->evaluate(other)));
+  BenchJob tf32 = job("fast");
+  tf32.overrides.allow_tf32 = true;
+  EXPECT_FALSE(reused(*s->evaluate(tf32)));
+  // Switched off: always measured.
+  options_.reuse_compile_baseline = false;
+  auto off = make();
+  ASSERT_TRUE(off);
+  ASSERT_TRUE(off->evaluate(job("fast")));
+  EXPECT_FALSE(reused(*off->evaluate(job("fast"))));
+}
+
 TEST_F(BenchServiceTest, HarnessErrorsAreTyped) {
   auto s = make();
   ASSERT_TRUE(s);

@@ -79,14 +79,14 @@ SandboxSpec harness_sandbox_spec(const HarnessSandbox& box, const std::vector<st
   spec.argv = {box.python, "-I", "-B"};
   spec.argv.insert(spec.argv.end(), args.begin(), args.end());
   spec.work_dir = dir.string();
-  spec.env = {"PATH=/usr/local/bin:/usr/bin:/bin",
-              "HOME=" + dir.string(),
-              "TMPDIR=" + (dir / "tmp").string(),
-              "PYTHONUNBUFFERED=1",
-              "CUDA_VISIBLE_DEVICES=" + box.visible_device,
-              "TORCHINDUCTOR_CACHE_DIR=" + (dir / "tmp" / "inductor").string(),
-              "TRITON_CACHE_DIR=" + (dir / "tmp" / "triton").string(),
-              "TORCHINDUCTOR_COMPILE_THREADS=1"};
+  spec.env = {
+      "PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + dir.string(),
+      // The sandbox uid has no passwd entry: getpass.getuser() (torch.compile's cache
+      // paths) reads these first instead of failing in getpwuid.
+      "USER=cuda-agent-bench", "LOGNAME=cuda-agent-bench", "TMPDIR=" + (dir / "tmp").string(),
+      "PYTHONUNBUFFERED=1", "CUDA_VISIBLE_DEVICES=" + box.visible_device,
+      "TORCHINDUCTOR_CACHE_DIR=" + (dir / "tmp" / "inductor").string(),
+      "TRITON_CACHE_DIR=" + (dir / "tmp" / "triton").string(), "TORCHINDUCTOR_COMPILE_THREADS=1"};
   // Kept from this process: library paths, and the NVLink-multicast switches a shared host needs.
   for (const char* name : {"LD_LIBRARY_PATH", "CUDA_HOME", "NCCL_NVLS_ENABLE",
                            "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS"}) {

@@ -48,11 +48,12 @@ struct HarnessSandbox {
 };
 
 /// `python -I -B <args...>` confined as the bench harness is: the environment below and nothing
-/// else (PATH, HOME, TMPDIR, PYTHONUNBUFFERED, CUDA_VISIBLE_DEVICES, torch's inductor and triton
-/// caches under TMPDIR, one inductor compile thread, plus LD_LIBRARY_PATH, CUDA_HOME and the
-/// NVLink-multicast switches from this process), the wall limit, a CPU-time backstop of
-/// 4 x wall + 120 s, no address-space limit (CUDA reserves far more than it uses), 2 GiB files,
-/// 4 MiB of output, 4096 open files and processes.
+/// else (PATH, HOME, USER and LOGNAME (the sandbox uid has no passwd entry), TMPDIR,
+/// PYTHONUNBUFFERED, CUDA_VISIBLE_DEVICES, torch's inductor and triton caches under TMPDIR, one
+/// inductor compile thread, plus LD_LIBRARY_PATH, CUDA_HOME and the NVLink-multicast switches from
+/// this process), the wall limit, a CPU-time backstop of 4 x wall + 120 s, no address-space limit
+/// (CUDA reserves far more than it uses), 2 GiB files, 4 MiB of output, 4096 open files and
+/// processes.
 SandboxSpec harness_sandbox_spec(const HarnessSandbox& box, const std::vector<std::string>& args);
 
 }  // namespace cuda_agent

@@ -39,6 +39,7 @@ struct BenchRunOptions {
   inputSets @4 :UInt32;               # pre-made input sets timed trials rotate through
   checkedTrialFraction @5 :Float64;   # fraction of timed trials whose outputs are checked
   allowTf32 @6 :Bool;                 # TF32 for matmul and cuDNN, same for all contenders
+  remeasureBaselines @7 :Bool;        # final evaluation: time eager and torch.compile afresh
 }
 
 # The task and the built solution carried in the request, for a worker that evaluates without

@@ -115,6 +115,7 @@ std::string encode_bench_request(const BenchRequest& request) {
   options.setWarmupTrials(o.warmup_trials);
   options.setTimedTrials(o.timed_trials);
   options.setInputSets(o.input_sets);
+  options.setRemeasureBaselines(o.remeasure_baselines);
   options.setCheckedTrialFraction(o.checked_trial_fraction);
   options.setAllowTf32(o.allow_tf32);
   if (request.payload) {
@@ -156,6 +157,7 @@ Expected<BenchRequest> decode_bench_request(std::string_view bytes, const Decode
         out.options.warmup_trials = o.getWarmupTrials();
         out.options.timed_trials = o.getTimedTrials();
         out.options.input_sets = o.getInputSets();
+        out.options.remeasure_baselines = o.getRemeasureBaselines();
         out.options.checked_trial_fraction = o.getCheckedTrialFraction();
         out.options.allow_tf32 = o.getAllowTf32();
         if (r.hasPayload()) {

@@ -59,6 +59,7 @@ struct BenchRunOptions {
   std::uint32_t input_sets = 0;         ///< pre-made input sets timed trials rotate through
   double checked_trial_fraction = 0;    ///< fraction of timed trials whose outputs are checked
   bool allow_tf32 = false;              ///< TF32 for matmul and cuDNN, same for all contenders
+  bool remeasure_baselines = false;     ///< final evaluation: no cached baseline is used
 };
 
 /// The task and the built solution, carried in the request (for workers without store access).

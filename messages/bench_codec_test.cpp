@@ -41,6 +41,7 @@ TEST(BenchCodec, RequestRoundTrips) {
   EXPECT_EQ(out->seeds, in.seeds);
   EXPECT_EQ(out->options.tolerance_profile, "strict");
   EXPECT_EQ(out->options.verify_input_sets, 5u);
+  EXPECT_TRUE(out->options.remeasure_baselines);
   EXPECT_EQ(out->options.warmup_trials, 10u);
   EXPECT_EQ(out->options.timed_trials, 100u);
   EXPECT_EQ(out->options.input_sets, 8u);

@@ -111,6 +111,7 @@ BenchRequest bench_request() {
   r.options.warmup_trials = 10;
   r.options.timed_trials = 100;
   r.options.input_sets = 8;
+  r.options.remeasure_baselines = true;
   r.options.checked_trial_fraction = 0.1;
   r.options.allow_tf32 = true;
   return r;

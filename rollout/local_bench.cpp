@@ -50,6 +50,7 @@ FarmEvaluationTools::Evaluator local_bench_evaluator(std::shared_ptr<BenchServic
     job.prototypes = built.prototypes;
     job.model_new_py = model_new->content;
     job.toolchain = built.toolchain;
+    job.overrides.remeasure_baselines = final_evaluation;
     ASSIGN_OR_RETURN(BenchEvaluation e, bench->evaluate(job));
     EvaluationOutcome out;
     out.report = agent_bench_report(e, job.mode, 60);

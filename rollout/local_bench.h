@@ -5,8 +5,9 @@
 //   auto bench = std::shared_ptr<BenchService>(std::move(*BenchService::create({.device = 0})));
 //   FarmEvaluationTools tools(client, {}, local_bench_evaluator(bench));
 //
-// Final evaluations draw fresh seeds (the harness's own) and re-measure the baselines; so does
-// every other call for now (no baseline cache is consulted here).
+// Final evaluations draw fresh seeds (the harness's own) and re-measure the baselines; the
+// agent's own benchmark calls reuse the service's torch.compile median of the task
+// (BenchServiceOptions::reuse_compile_baseline) and re-measure eager beside the candidate.
 //
 // Threading: as the BenchService (calls are serialised on its GPU).
 #pragma once
