@@ -170,6 +170,43 @@ TEST(Rope, ScalingTablesFollowTheirFormulas) {
   EXPECT_NEAR(Transformer::random(c, 1).rope_inv_freq(8).second, 0.1 * std::log(4.0) + 1, 1e-12);
 }
 
+// Dynamic NTK through the cache, as transformers' generate: each row of a batched call rotates
+// its tokens for its own length (not the batch's longest), one call over a whole sequence equals
+// the full forward, and a chunked prefill told the prompt length (rope_lengths) writes the keys
+// that one call writes.
+TEST(Rope, DynamicNtkCachedRowsUseTheirOwnLength) {
+  ModelConfig c = tiny_config("llama");
+  c.max_position_embeddings = 12;
+  c.rope_scaling = {.type = RopeType::kDynamic, .factor = 2};
+  auto m = Transformer::random(c, 8);
+  auto a = at::tensor(some_ids(19, 50, 1), at::kLong),
+       b = at::tensor(some_ids(7, 50, 2), at::kLong);
+  auto decode_alone = [&](const at::Tensor& ids, std::int64_t n) {
+    KvCache cache = m.make_cache(1, 32);
+    m.forward(ids.narrow(0, 0, n).view({1, n}), &cache, {0}, {0});
+    return m.forward(ids.narrow(0, n, 1).view({1, 1}), &cache, {0}, {n}).reshape({-1});
+  };
+  KvCache cache = m.make_cache(2, 32);
+  auto pre_a = m.forward(a.narrow(0, 0, 18).view({1, 18}), &cache, {0}, {0});
+  EXPECT_LT(max_diff(pre_a, m.forward(a.narrow(0, 0, 18).view({1, 18}))), 1e-5);
+  m.forward(b.narrow(0, 0, 6).view({1, 6}), &cache, {1}, {0});
+  auto both =
+      m.forward(at::stack({a.narrow(0, 18, 1), b.narrow(0, 6, 1)}), &cache, {0, 1}, {18, 6});
+  EXPECT_LT(max_diff(both[0][0], decode_alone(a, 18)), 1e-5);
+  EXPECT_LT(max_diff(both[1][0], decode_alone(b, 6)), 1e-5);
+  // Chunks of 5 told the prompt is 18 long decode as the one-call prefill; without it they differ.
+  auto chunked = [&](std::vector<std::int64_t> rope_lengths) {
+    KvCache c2 = m.make_cache(1, 32);
+    for (std::int64_t s = 0; s < 18; s += 5) {
+      const std::int64_t len = std::min<std::int64_t>(5, 18 - s);
+      m.forward(a.narrow(0, s, len).view({1, len}), &c2, {0}, {s}, false, rope_lengths);
+    }
+    return m.forward(a.narrow(0, 18, 1).view({1, 1}), &c2, {0}, {18}).reshape({-1});
+  };
+  EXPECT_LT(max_diff(chunked({18}), decode_alone(a, 18)), 1e-5);
+  EXPECT_GT(max_diff(chunked({}), decode_alone(a, 18)), 1e-4);
+}
+
 TEST(TransformerFiles, SaveLoadRoundTripAndBf16) {
   TempDir d;
   auto m = Transformer::random(tiny_config("qwen3"), 5);
