@@ -9,7 +9,7 @@
 //    prefills it and samples the first token (median of 3, after a warm-up);
 //  - decode tokens/s at batch 1, 16, 64: B requests of 128-token prompts, 128 greedy new tokens;
 //    time of the decode steps only (after every request's prefill), tokens = B x 127; each step
-//    ends with the logits copied to the host, so every timed step is complete on the device;
+//    ends with the sampled ids copied to the host, so every timed step is complete on the device;
 //  - the same decode again with EngineOptions::time_phases (the device synchronised after each
 //    phase, so slightly slower): ms per step in the forward (host inputs to logits on the
 //    device), in sampling (ids and logprobs back on the host) and in the engine's host work;
