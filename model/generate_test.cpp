@@ -181,7 +181,12 @@ TEST(Generate, DynamicRopeFollowsTransformersGenerateWhateverTheChunksAndBatch) 
   ModelConfig c = tiny_config("llama");
   c.max_position_embeddings = 12;
   c.rope_scaling = {.type = RopeType::kDynamic, .factor = 2};
-  auto m = std::make_shared<const Transformer>(Transformer::random(c, 31));
+  auto sharp = Transformer::random(c, 31);
+  for (const auto& l : sharp.weights().layers) {  // sharper attention: rotations matter more
+    l.q_w.mul_(10);
+    l.k_w.mul_(10);
+  }
+  auto m = std::make_shared<const Transformer>(std::move(sharp));
   std::vector<GenerationRequest> reqs;
   for (std::uint64_t i = 0; i < 5; ++i) {
     reqs.push_back({.id = i,
