@@ -203,6 +203,10 @@ TEST(Generate, DynamicRopeFollowsTransformersGenerateWhateverTheChunksAndBatch) 
     std::vector<std::int64_t> want;
     for (std::int64_t j = 0; j < 10; ++j) {
       want.push_back(logits.reshape({-1}).argmax().item<std::int64_t>());
+      const double lp =
+          at::log_softmax(logits.reshape({-1}).to(at::kDouble), -1)[want.back()].item<double>();
+      if (j < std::int64_t(got[i].logprobs.size()))
+        EXPECT_NEAR(got[i].logprobs[j], lp, 1e-5) << "request " << i << " token " << j;
       logits =
           m->forward(at::tensor({want.back()}, at::kLong).view({1, 1}), &cache, {0}, {P + j}, true);
     }
