@@ -1,6 +1,7 @@
 #include "model/generate.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <numeric>
 
@@ -90,7 +91,7 @@ std::pair<std::int64_t, float> TokenSampler::sample(const float* logits, std::in
   }
   double total = 0;
   for (std::int64_t i = 0; i < keep; ++i) total += std::exp(double(logprob(order[i])));
-  const double u = double(rng_() >> 11) * 0x1.0p-53 * total;
+  const double u = uniform() * total;
   double acc = 0;
   std::int64_t pick = order[keep - 1];
   for (std::int64_t i = 0; i < keep; ++i) {
@@ -102,6 +103,79 @@ std::pair<std::int64_t, float> TokenSampler::sample(const float* logits, std::in
   }
   return {pick, logprob(pick)};
 }
+
+std::vector<SampledToken> sample_rows(const at::Tensor& logits,
+                                      const std::vector<const SamplingParams*>& params,
+                                      const std::vector<double>& uniforms) {
+  const std::int64_t B = logits.size(0), V = logits.size(1);
+  TORCH_CHECK(std::int64_t(params.size()) == B && std::int64_t(uniforms.size()) == B,
+              "sample_rows: one params and one uniform per row");
+  const auto dev = logits.device();
+  auto lf = logits.to(at::kFloat);  // [B, V]
+  std::vector<float> inv_t(B, 1.f);
+  std::vector<std::int64_t> rows;  // the rows that sample (temperature > 0)
+  std::vector<std::int64_t> top_k, truncates;
+  std::int64_t truncating = 0;
+  std::vector<float> top_p, u;
+  for (std::int64_t b = 0; b < B; ++b) {
+    const SamplingParams& p = *params[b];
+    if (p.temperature <= 0) continue;
+    inv_t[b] = float(1.0 / p.temperature);
+    rows.push_back(b);
+    top_k.push_back(p.top_k > 0 && p.top_k < V ? p.top_k : V);
+    top_p.push_back(p.top_p < 1.0 ? float(p.top_p) : 2.f);  // 2: off (never reached)
+    truncates.push_back(top_k.back() < V || p.top_p < 1.0);
+    truncating += truncates.back();
+    u.push_back(float(uniforms[b]));
+  }
+  auto scaled = rows.empty() ? lf : lf * upload_floats(inv_t, dev).unsqueeze(1);
+  auto logp = at::log_softmax(scaled, -1);  // [B, V]
+  auto token = lf.argmax(-1);               // [B]: the greedy rows' choice
+  if (!rows.empty()) {
+    const std::int64_t S = std::int64_t(rows.size());
+    auto row_t = upload_longs(rows, dev);
+    // Candidates in order: by probability where the row truncates (top-k or top-p), else by id
+    // (as TokenSampler: no sort is needed to sample from the whole distribution).
+    auto lp_rows = logp.index_select(0, row_t);  // [S, V]
+    auto rank = at::arange(V, at::TensorOptions().dtype(at::kLong).device(dev)).view({1, V});
+    at::Tensor sorted = lp_rows, order = rank.expand({S, V});
+    if (truncating > 0) {
+      auto by_prob = lp_rows.sort(/*stable=*/true, -1, /*descending=*/true);
+      auto trunc = upload_longs(truncates, dev).view({S, 1}).to(at::kBool);
+      sorted = at::where(trunc, std::get<0>(by_prob), lp_rows);
+      order = at::where(trunc, std::get<1>(by_prob), order);
+    }
+    auto probs = sorted.exp();
+    auto in_k = rank < upload_longs(top_k, dev).view({S, 1});
+    auto pk = probs * in_k;
+    // Rank i stays while the mass before it (over the top-k) is below top_p; rank 0 always.
+    auto before = (pk.cumsum(-1) - pk) / pk.sum(-1, /*keepdim=*/true);
+    auto keep =
+        in_k.logical_and(before < upload_floats(top_p, dev).view({S, 1})).logical_or(rank == 0);
+    auto kept = probs * keep;
+    auto target = upload_floats(u, dev).view({S, 1}) * kept.sum(-1, /*keepdim=*/true);
+    auto pick = (kept.cumsum(-1) <= target).sum(-1);  // first rank whose running mass > target
+    pick = at::minimum(pick, keep.sum(-1) - 1);       // rounding: at most the last kept rank
+    token.index_copy_(0, row_t, order.gather(1, pick.unsqueeze(1)).squeeze(1));
+  }
+  auto lp = logp.gather(1, token.unsqueeze(1)).squeeze(1);
+  // One copy back: ids are exact in double (< 2^53).
+  auto host = at::stack({token.to(at::kDouble), lp.to(at::kDouble)}).to(at::kCPU);
+  const double* h = host.data_ptr<double>();
+  std::vector<SampledToken> out(B);
+  for (std::int64_t b = 0; b < B; ++b) out[b] = {std::int64_t(h[b]), float(h[B + b])};
+  return out;
+}
+
+namespace {
+void sync_device(at::Device device) {
+  if (device.is_cuda()) torch::cuda::synchronize();
+}
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+}  // namespace
 
 Expected<GenerationEngine> GenerationEngine::create(std::shared_ptr<const Transformer> model,
                                                     std::int64_t policy_version,
@@ -221,6 +295,7 @@ bool GenerationEngine::hit_stop_string(const Active& a) const {
 }
 
 Expected<bool> GenerationEngine::admit(Active& a, std::int64_t slot) {
+  const auto t0 = Clock::now();
   const auto& prompt = a.request.prompt;
   const std::int64_t n = std::int64_t(prompt.size());
   const auto dev = model_->device();
@@ -228,17 +303,19 @@ Expected<bool> GenerationEngine::admit(Active& a, std::int64_t slot) {
   for (std::int64_t begin = 0; begin < n; begin += options_.prefill_chunk_tokens) {
     const std::int64_t len = std::min(options_.prefill_chunk_tokens, n - begin);
     std::vector<std::int64_t> chunk(prompt.begin() + begin, prompt.begin() + begin + len);
-    ASSIGN_OR_RETURN(
-        last, torch_call("prefill", [&] {
-          auto tokens =
-              at::tensor(chunk, at::TensorOptions().dtype(at::kLong)).to(dev).view({1, len});
-          return model_->forward(tokens, &cache_, {slot}, {begin}, /*last_only=*/true);
-        }));
+    // Dynamic RoPE sees the whole prompt in every chunk, as in transformers' one-call prefill.
+    ASSIGN_OR_RETURN(last, torch_call("prefill", [&] {
+                       return model_->forward(upload_longs(chunk, dev).view({1, len}), &cache_,
+                                              {slot}, {begin}, /*last_only=*/true, {n});
+                     }));
   }
   a.cached = n;
-  auto row = last.reshape({-1}).to(at::kFloat).to(at::kCPU).contiguous();
-  auto [tok, lp] = a.sampler.sample(row.data_ptr<float>(), row.numel(), a.request.params);
-  return record(a, tok, lp);
+  const double u = a.request.params.temperature > 0 ? a.sampler.uniform() : 0.0;
+  ASSIGN_OR_RETURN(auto draw, torch_call("sampling", [&] {
+                     return sample_rows(last.reshape({1, -1}), {&a.request.params}, {u});
+                   }));
+  if (options_.time_phases) times_.prefill_s += seconds_since(t0);
+  return record(a, draw[0].token, draw[0].logprob);
 }
 
 Expected<std::vector<GenerationResult>> GenerationEngine::step() {
@@ -264,32 +341,47 @@ Expected<std::vector<GenerationResult>> GenerationEngine::step() {
     }
   }
   if (!rows.empty()) {
-    std::vector<std::int64_t> tokens, starts;
-    for (auto s : rows) {
-      tokens.push_back(slots_[s]->result.tokens.back());
-      starts.push_back(slots_[s]->cached);
-    }
+    const auto t0 = Clock::now();
     const std::int64_t B = std::int64_t(rows.size());
-    ASSIGN_OR_RETURN(at::Tensor logits, torch_call("decode", [&] {
-                       auto t = at::tensor(tokens, at::TensorOptions().dtype(at::kLong))
-                                    .to(model_->device())
-                                    .view({B, 1});
-                       return model_->forward(t, &cache_, rows, starts, /*last_only=*/true)
-                           .reshape({B, -1})
-                           .to(at::kFloat)
-                           .to(at::kCPU)
-                           .contiguous();
-                     }));
-    const std::int64_t vocab = logits.size(1);
-    const float* data = logits.data_ptr<float>();
+    std::vector<std::int64_t> tokens, starts;
+    std::vector<const SamplingParams*> params;
+    std::vector<double> uniforms;
+    for (auto s : rows) {
+      Active& a = *slots_[s];
+      tokens.push_back(a.result.tokens.back());
+      starts.push_back(a.cached);
+      params.push_back(&a.request.params);
+      uniforms.push_back(a.request.params.temperature > 0 ? a.sampler.uniform() : 0.0);
+    }
+    ASSIGN_OR_RETURN(
+        at::Tensor logits, torch_call("decode", [&] {
+          auto t = upload_longs(tokens, model_->device()).view({B, 1});
+          return model_->forward(t, &cache_, rows, starts, /*last_only=*/true).reshape({B, -1});
+        }));
+    Clock::time_point t1;
+    if (options_.time_phases) {
+      sync_device(model_->device());
+      t1 = Clock::now();
+      times_.decode_forward_s += std::chrono::duration<double>(t1 - t0).count();
+    }
+    ASSIGN_OR_RETURN(auto draws,
+                     torch_call("sampling", [&] { return sample_rows(logits, params, uniforms); }));
+    Clock::time_point t2;
+    if (options_.time_phases) {
+      t2 = Clock::now();
+      times_.decode_sample_s += std::chrono::duration<double>(t2 - t1).count();
+    }
     for (std::int64_t i = 0; i < B; ++i) {
       Active& a = *slots_[rows[i]];
       a.cached += 1;
-      auto [tok, lp] = a.sampler.sample(data + i * vocab, vocab, a.request.params);
-      if (record(a, tok, lp)) {
+      if (record(a, draws[i].token, draws[i].logprob)) {
         finished.push_back(std::move(a.result));
         slots_[rows[i]].reset();
       }
+    }
+    if (options_.time_phases) {
+      times_.decode_host_s += seconds_since(t2);
+      times_.decode_steps += 1;
     }
   }
   return finished;

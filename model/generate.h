@@ -12,8 +12,10 @@
 // each row; (3) returns the requests that finished in this step.
 //
 // Sampling is per request and reproducible: each request owns a generator seeded from its
-// `seed`, and draws happen on the CPU from float32 logits, so a request gives the same tokens
-// whatever else shares its batch, and on every run (on the same device and dtype).
+// `seed` that gives one uniform number per sampled token; the choice itself is made on the
+// model's device from float32 logits (sample_rows), row by row, so a request gives the same
+// tokens whatever else shares its batch, and on every run (on the same device and dtype). Only
+// the chosen ids and their logprobs come back to the host.
 // `logprobs[i]` is log softmax(logits / temperature)[token] before top-k / top-p truncation
 // (temperature 0: of the raw logits), i.e. the quantity the learner recomputes.
 //
@@ -86,19 +88,50 @@ struct EngineOptions {
   std::int64_t kv_cache_bytes = 0;
   /// Prompts longer than this are prefilled in chunks of this many tokens.
   std::int64_t prefill_chunk_tokens = 512;
+  /// Waits for the device after each phase of a step and adds its time to phase_times(): for
+  /// benchmarks only (it costs throughput). Default: false.
+  bool time_phases = false;
 };
 
-/// Picks a token from one row of float32 logits. Owns its generator.
+/// Wall time per phase of the engine's steps (with EngineOptions::time_phases), seconds.
+struct EnginePhaseTimes {
+  double prefill_s = 0;         ///< prefill forwards and their first tokens
+  double decode_forward_s = 0;  ///< batched decode forwards (host inputs to logits)
+  double decode_sample_s = 0;   ///< sampling of those logits, ids and logprobs on the host
+  double decode_host_s = 0;     ///< the rest of decode steps: bookkeeping, stop checks
+  std::int64_t decode_steps = 0;
+};
+
+/// A request's generator, and the reference sampler on the host. Owns its generator.
 class TokenSampler {
  public:
   explicit TokenSampler(std::uint64_t seed) : rng_(seed) {}
-  /// Returns {token, logprob}. `vocab` floats at `logits`.
+  /// Picks a token from one row of float32 logits (`vocab` floats at `logits`) in double
+  /// precision; draws one uniform() unless greedy. Returns {token, logprob}.
   std::pair<std::int64_t, float> sample(const float* logits, std::int64_t vocab,
                                         const SamplingParams& params);
+  /// The next uniform number in [0, 1) (53 bits of the generator).
+  double uniform() { return double(rng_() >> 11) * 0x1.0p-53; }
 
  private:
   std::mt19937_64 rng_;
 };
+
+struct SampledToken {
+  std::int64_t token = 0;
+  float logprob = 0;
+};
+
+/// One token per row of `logits` [B, vocab] (float32, bf16 or fp16; any device), chosen on the
+/// logits' device; one copy of B ids and logprobs to the host. Row b follows params[b] and, unless
+/// greedy (temperature 0: argmax, lowest id on ties), the uniform u = uniforms[b] in [0, 1): the
+/// same rule as TokenSampler::sample, in float32: candidates by probability (ties: lower id
+/// first), the top_k first, then the shortest prefix whose mass (renormalised over those) reaches
+/// top_p; the first candidate whose running mass exceeds u times the kept mass. logprob: log
+/// softmax(logits / temperature)[token] before truncation (raw logits when greedy).
+std::vector<SampledToken> sample_rows(const at::Tensor& logits,
+                                      const std::vector<const SamplingParams*>& params,
+                                      const std::vector<double>& uniforms);
 
 class GenerationEngine {
  public:
@@ -128,6 +161,8 @@ class GenerationEngine {
   std::int64_t slots() const { return cache_.slots; }
   std::int64_t kv_cache_bytes() const { return cache_.bytes(); }
   std::int64_t policy_version() const { return version_; }
+  /// Zero unless EngineOptions::time_phases.
+  const EnginePhaseTimes& phase_times() const { return times_; }
 
  private:
   struct Active {
@@ -149,6 +184,7 @@ class GenerationEngine {
   KvCache cache_;
   std::deque<GenerationRequest> waiting_;
   std::vector<std::unique_ptr<Active>> slots_;  // index = slot; null when free
+  EnginePhaseTimes times_;
 };
 
 }  // namespace cuda_agent

@@ -9,7 +9,10 @@
 //    prefills it and samples the first token (median of 3, after a warm-up);
 //  - decode tokens/s at batch 1, 16, 64: B requests of 128-token prompts, 128 greedy new tokens;
 //    time of the decode steps only (after every request's prefill), tokens = B x 127; each step
-//    ends with the logits copied to the host, so every timed step is complete on the device;
+//    ends with the sampled ids copied to the host, so every timed step is complete on the device;
+//  - the same decode again with EngineOptions::time_phases (the device synchronised after each
+//    phase, so slightly slower): ms per step in the forward (host inputs to logits on the
+//    device), in sampling (ids and logprobs back on the host) and in the engine's host work;
 //  - KV-cache bytes per token: 2 x layers x kv_heads x head_dim x dtype bytes.
 #include <algorithm>
 #include <chrono>
@@ -118,25 +121,37 @@ int main() {
   const std::int64_t prompt_len = 128, new_tokens = cuda ? 128 : 16;
   for (std::int64_t batch : {1, 16, 64}) {
     if (!cuda && batch == 64) break;
-    auto e = GenerationEngine::create(model, 0,
-                                      {.max_batch = batch, .max_seq_len = prompt_len + new_tokens});
-    if (!e) return std::fprintf(stderr, "%s\n", e.error().to_string().c_str()), 1;
-    for (std::int64_t i = 0; i < batch; ++i) {
-      (void)e->submit({.id = std::uint64_t(i),
-                       .prompt = random_prompt(prompt_len, i + 7),
-                       .params = {.temperature = 0, .max_new_tokens = new_tokens}});
+    for (bool phases : {false, true}) {
+      auto e = GenerationEngine::create(
+          model, 0,
+          {.max_batch = batch, .max_seq_len = prompt_len + new_tokens, .time_phases = phases});
+      if (!e) return std::fprintf(stderr, "%s\n", e.error().to_string().c_str()), 1;
+      for (std::int64_t i = 0; i < batch; ++i) {
+        (void)e->submit({.id = std::uint64_t(i),
+                         .prompt = random_prompt(prompt_len, i + 7),
+                         .params = {.temperature = 0, .max_new_tokens = new_tokens}});
+      }
+      if (!e->step()) return std::fprintf(stderr, "prefill failed\n"), 1;  // all prefills
+      auto t = Clock::now();
+      std::int64_t steps = 0;
+      while (e->running() > 0) {
+        if (!e->step()) return std::fprintf(stderr, "decode failed\n"), 1;
+        ++steps;
+      }
+      const double s = seconds_since(t);
+      if (!phases) {
+        std::printf("decode batch %3lld: %8.0f tokens/s (%lld steps, %.2f ms/step)\n",
+                    static_cast<long long>(batch), batch * (new_tokens - 1) / s,
+                    static_cast<long long>(steps), 1e3 * s / steps);
+      } else {
+        const EnginePhaseTimes& p = e->phase_times();
+        const double n = double(std::max<std::int64_t>(p.decode_steps, 1));
+        std::printf(
+            "  phases (synchronised, %.2f ms/step): forward %.2f, sampling %.2f, host %.2f ms\n",
+            1e3 * s / steps, 1e3 * p.decode_forward_s / n, 1e3 * p.decode_sample_s / n,
+            1e3 * p.decode_host_s / n);
+      }
     }
-    if (!e->step()) return std::fprintf(stderr, "prefill failed\n"), 1;  // all prefills
-    auto t = Clock::now();
-    std::int64_t steps = 0;
-    while (e->running() > 0) {
-      if (!e->step()) return std::fprintf(stderr, "decode failed\n"), 1;
-      ++steps;
-    }
-    const double s = seconds_since(t);
-    std::printf("decode batch %3lld: %8.0f tokens/s (%lld steps, %.2f ms/step)\n",
-                static_cast<long long>(batch), batch * (new_tokens - 1) / s,
-                static_cast<long long>(steps), 1e3 * s / steps);
   }
   return 0;
 }

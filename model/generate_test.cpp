@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <ATen/CPUGeneratorImpl.h>
+
 #include <cmath>
 
 #include "model/model_test_util.h"
@@ -137,6 +139,79 @@ TEST(Sampler, NucleusLargerThanTheFirstSortedBlock) {
     highest = std::max(highest, tok);
   }
   EXPECT_GE(highest, 64);
+}
+
+TEST(Sampler, RowsOnTheDeviceMatchTheHostReferenceWhateverTheBatch) {
+  // Every row of one sample_rows call against TokenSampler::sample on the same uniform draws.
+  const std::int64_t V = 1000;
+  auto logits = 3 * at::randn({5, V}, at::detail::createCPUGenerator(5));
+  logits[4].narrow(0, 0, 40).fill_(2.5);  // ties: lower ids first
+  std::vector<SamplingParams> params = {{.temperature = 0},
+                                        {.temperature = 1},
+                                        {.temperature = 0.7, .top_k = 20},
+                                        {.temperature = 1.3, .top_p = 0.8, .top_k = 100},
+                                        {.temperature = 1, .top_p = 0.5}};
+  for (std::uint64_t seed = 0; seed < 40; ++seed) {
+    std::vector<const SamplingParams*> ps;
+    std::vector<double> uniforms;
+    std::vector<std::pair<std::int64_t, float>> want;
+    for (std::int64_t b = 0; b < 5; ++b) {
+      TokenSampler ref(seed * 10 + b), draws(seed * 10 + b);
+      auto row = logits[b].contiguous();
+      want.push_back(ref.sample(row.data_ptr<float>(), V, params[b]));
+      ps.push_back(&params[b]);
+      uniforms.push_back(params[b].temperature > 0 ? draws.uniform() : 0.0);
+    }
+    auto got = sample_rows(logits, ps, uniforms);
+    auto alone = sample_rows(logits.narrow(0, 3, 1), {ps[3]}, {uniforms[3]});
+    for (std::int64_t b = 0; b < 5; ++b) {
+      EXPECT_EQ(got[b].token, want[b].first) << "seed " << seed << " row " << b;
+      EXPECT_NEAR(got[b].logprob, want[b].second, 1e-4) << "seed " << seed << " row " << b;
+    }
+    EXPECT_EQ(alone[0].token, got[3].token);
+    EXPECT_EQ(alone[0].logprob, got[3].logprob);
+  }
+}
+
+// transformers' generate with dynamic NTK RoPE: the prompt in one call rotated for its length,
+// then each new token for the length it makes; cached keys keep their rotation. The engine, with
+// prompts crossing max_position_embeddings, prefilled in chunks and decoded in one batch, gives
+// the same tokens as that computation done one request at a time through the model.
+TEST(Generate, DynamicRopeFollowsTransformersGenerateWhateverTheChunksAndBatch) {
+  ModelConfig c = tiny_config("llama");
+  c.max_position_embeddings = 12;
+  c.rope_scaling = {.type = RopeType::kDynamic, .factor = 2};
+  auto sharp = Transformer::random(c, 31);
+  for (const auto& l : sharp.weights().layers) {  // sharper attention: rotations matter more
+    l.q_w.mul_(10);
+    l.k_w.mul_(10);
+  }
+  auto m = std::make_shared<const Transformer>(std::move(sharp));
+  std::vector<GenerationRequest> reqs;
+  for (std::uint64_t i = 0; i < 5; ++i) {
+    reqs.push_back({.id = i,
+                    .prompt = prompt(4 + 4 * i, i),
+                    .params = {.temperature = 0, .max_new_tokens = 10}});
+  }
+  auto got = run_all(m, reqs, {.max_batch = 5, .max_seq_len = 64, .prefill_chunk_tokens = 5});
+  ASSERT_EQ(got.size(), reqs.size());
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    const auto& p = reqs[i].prompt;
+    const std::int64_t P = std::int64_t(p.size());
+    KvCache cache = m->make_cache(1, 64);
+    auto logits = m->forward(at::tensor(p, at::kLong).view({1, P}), &cache, {0}, {0}, true);
+    std::vector<std::int64_t> want;
+    for (std::int64_t j = 0; j < 10; ++j) {
+      want.push_back(logits.reshape({-1}).argmax().item<std::int64_t>());
+      const double lp =
+          at::log_softmax(logits.reshape({-1}).to(at::kDouble), -1)[want.back()].item<double>();
+      if (j < std::int64_t(got[i].logprobs.size()))
+        EXPECT_NEAR(got[i].logprobs[j], lp, 1e-5) << "request " << i << " token " << j;
+      logits =
+          m->forward(at::tensor({want.back()}, at::kLong).view({1, 1}), &cache, {0}, {P + j}, true);
+    }
+    EXPECT_EQ(got[i].tokens, want) << "request " << i << " (prompt " << P << ")";
+  }
 }
 
 TEST(Generate, StopTokenEndsARequestAndFreesItsSlot) {

@@ -18,6 +18,11 @@ inline constexpr int kTorchMajor = TORCH_VERSION_MAJOR;
 inline constexpr int kTorchMinor = TORCH_VERSION_MINOR;
 /// True where at::scaled_dot_product_attention is public (PyTorch 2.0 and later).
 inline constexpr bool kHasPublicSdpa = kTorchMajor >= 2;
+/// True where scaled_dot_product_attention takes `enable_gqa` (PyTorch 2.5 and later): keys and
+/// values with fewer heads than the queries, without repeating them.
+#define CA_TORCH_HAS_SDPA_GQA \
+  (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5))
+inline constexpr bool kHasSdpaGqa = CA_TORCH_HAS_SDPA_GQA;
 
 /// "1.13.1" / "2.11.0".
 inline std::string version_string() {
@@ -58,6 +63,25 @@ inline at::Tensor scaled_dot_product_attention(const at::Tensor& q, const at::Te
   if (bias) scores = scores + bias->to(scores.scalar_type());
   auto out = at::matmul(at::softmax(scores, -1), vf);
   return half ? out.to(q.scalar_type()) : out;
+#endif
+}
+
+/// Causal self-attention over the same T positions (query i sees keys 0..i) with grouped-query
+/// heads: q [batch, heads, T, head_dim]; k, v [batch, kv_heads, T, head_dim], heads a multiple of
+/// kv_heads (query head h uses key head h / (heads / kv_heads), as transformers' repeat_kv).
+/// Returns [batch, heads, T, head_dim]. PyTorch 2.5+: the fused kernels' own is_causal (top-left
+/// aligned, which is right when q_len == kv_len) with enable_gqa, so the keys are not copied;
+/// older versions repeat the keys and use the function above.
+inline at::Tensor causal_attention_gqa(const at::Tensor& q, const at::Tensor& k,
+                                       const at::Tensor& v) {
+  const int64_t rep = q.size(1) / k.size(1);
+#if CA_TORCH_HAS_SDPA_GQA
+  return at::scaled_dot_product_attention(q, k, v, std::nullopt, 0.0, /*is_causal=*/true,
+                                          std::nullopt, /*enable_gqa=*/rep > 1);
+#else
+  auto keys = rep > 1 ? k.repeat_interleave(rep, 1) : k;
+  auto values = rep > 1 ? v.repeat_interleave(rep, 1) : v;
+  return scaled_dot_product_attention(q, keys, values, std::nullopt, /*causal=*/true);
 #endif
 }
 

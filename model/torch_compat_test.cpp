@@ -59,6 +59,17 @@ TEST(TorchCompat, AdditiveMaskIsApplied) {
   EXPECT_LT((got.to(at::kDouble) - want).abs().max().item<double>(), 1e-5);
 }
 
+TEST(TorchCompat, CausalGroupedQueryAttentionUsesKeyHeadHOverRep) {
+  torch::manual_seed(99);
+  auto q = torch::randn({2, 6, 5, 16});
+  auto k = torch::randn({2, 2, 5, 16});
+  auto v = torch::randn({2, 2, 5, 16});
+  auto got = torch_compat::causal_attention_gqa(q, k, v);
+  auto want =
+      reference_attention(q, k.repeat_interleave(3, 1), v.repeat_interleave(3, 1), /*causal=*/true);
+  EXPECT_LT((got.to(at::kDouble) - want).abs().max().item<double>(), 1e-5);
+}
+
 TEST(TorchCompat, AttentionOnCudaInBf16) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no GPU visible to libtorch";
   torch::manual_seed(7);

@@ -2,6 +2,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -89,6 +90,38 @@ at::Tensor apply_rope(const at::Tensor& x, const at::Tensor& cos, const at::Tens
   return x * cos + rotated * sin;
 }
 
+std::pair<at::Tensor, at::Tensor> rope_cos_sin(const at::Tensor& positions,
+                                               const at::Tensor& inv_freq, double scale,
+                                               at::ScalarType dtype) {
+  auto freqs = positions.to(at::kFloat).unsqueeze(-1) * inv_freq.unsqueeze(1);  // [B, T, hd/2]
+  auto emb = at::cat({freqs, freqs}, -1);
+  return {(emb.cos() * scale).to(dtype).unsqueeze(1), (emb.sin() * scale).to(dtype).unsqueeze(1)};
+}
+
+namespace {
+template <class T>
+at::Tensor upload(const std::vector<T>& values, at::ScalarType type, at::Device device) {
+  auto opts = at::TensorOptions().dtype(type);
+  const auto n = static_cast<std::int64_t>(values.size());
+  if (!device.is_cuda()) {
+    auto t = at::empty({n}, opts);
+    std::copy(values.begin(), values.end(), t.template data_ptr<T>());
+    return t.to(device);
+  }
+  auto host = at::empty({n}, opts.pinned_memory(true));
+  std::copy(values.begin(), values.end(), host.template data_ptr<T>());
+  return host.to(device, /*non_blocking=*/true);
+}
+}  // namespace
+
+at::Tensor upload_longs(const std::vector<std::int64_t>& values, at::Device device) {
+  return upload(values, at::kLong, device);
+}
+
+at::Tensor upload_floats(const std::vector<float>& values, at::Device device) {
+  return upload(values, at::kFloat, device);
+}
+
 std::pair<at::Tensor, double> Transformer::rope_inv_freq(std::int64_t seq_len) const {
   const ModelConfig& c = config_;
   const RopeScaling& s = c.rope_scaling;
@@ -166,17 +199,119 @@ KvCache Transformer::make_cache(std::int64_t slots, std::int64_t max_seq) const 
     cache.v.push_back(
         at::zeros({slots, config_.num_key_value_heads, max_seq, config_.head_dim}, opts));
   }
+  // Dynamic NTK inside max_position_embeddings is the default table.
+  auto [inv, scale] = rope_inv_freq(std::min(max_seq, config_.max_position_embeddings));
+  auto positions = at::arange(max_seq, opts.dtype(at::kLong)).view({1, max_seq});
+  auto [cos, sin] = rope_cos_sin(positions, inv.to(device()).view({1, -1}), scale, dtype());
+  cache.rope_cos = cos.view({max_seq, config_.head_dim});
+  cache.rope_sin = sin.view({max_seq, config_.head_dim});
   return cache;
 }
 
-at::Tensor Transformer::attention(const LayerWeights& lw, std::size_t layer, const at::Tensor& x,
-                                  const at::Tensor& cos, const at::Tensor& sin, KvCache* cache,
-                                  const std::vector<std::int64_t>& slots, const at::Tensor& slot_t,
-                                  const at::Tensor& positions, const at::Tensor& bias,
-                                  std::int64_t kv_len) const {
+// Built once per forward on the host and the device, shared by every layer.
+struct Transformer::StepInputs {
+  std::int64_t B = 0, T = 0;
+  at::Tensor cos, sin;  // [B or 1, 1, T, hd] model dtype
+  // No cache, or every row starts at 0: causal attention over this call's own keys.
+  bool fresh = true;
+  // With a cache:
+  at::Tensor write_rows;    // [B * kv_heads * T] int64: rows of the layer cache viewed [-1, hd]
+  bool consecutive = true;  // slots[b] == first_slot + b: read the cache through a view
+  std::int64_t first_slot = 0;
+  at::Tensor read_slots;     // [B] int64 (device): the rows' slots, when not consecutive
+  std::int64_t kv_attn = 0;  // keys attended: the longest row, rounded up to 16 within max_seq
+  // Additive [B, 1, rep * T, kv_attn] in the model dtype (queries folded per key head: query
+  // head g * rep + r at time t is row r * T + t of key head g); unset when fresh.
+  at::Tensor mask;
+};
+
+Transformer::StepInputs Transformer::step_inputs(
+    std::int64_t B, std::int64_t T, KvCache* cache, const std::vector<std::int64_t>& slots,
+    const std::vector<std::int64_t>& starts, const std::vector<std::int64_t>& rope_lengths) const {
   const ModelConfig& c = config_;
-  const std::int64_t B = x.size(0), T = x.size(1), nh = c.num_attention_heads,
-                     kvh = c.num_key_value_heads, hd = c.head_dim;
+  const auto dev = device();
+  const std::int64_t kvh = c.num_key_value_heads, hd = c.head_dim,
+                     rep = c.num_attention_heads / kvh;
+  StepInputs in;
+  in.B = B;
+  in.T = T;
+  if (cache == nullptr) {
+    auto [inv, scale] = rope_inv_freq(T);
+    auto positions = at::arange(T, at::TensorOptions().dtype(at::kLong).device(dev)).view({1, T});
+    std::tie(in.cos, in.sin) = rope_cos_sin(positions, inv.to(dev).view({1, -1}), scale, dtype());
+    return in;
+  }
+  TORCH_CHECK(std::int64_t(starts.size()) == B, "starts must have one entry per row");
+  TORCH_CHECK(std::int64_t(slots.size()) == B, "slots must have one entry per row");
+  TORCH_CHECK(rope_lengths.empty() || std::int64_t(rope_lengths.size()) == B,
+              "rope_lengths must be empty or have one entry per row");
+  std::int64_t kv_len = 0;
+  bool dynamic = false;
+  std::vector<std::int64_t> rope_len(B);
+  for (std::int64_t b = 0; b < B; ++b) {
+    TORCH_CHECK(slots[b] >= 0 && slots[b] < cache->slots, "slot ", slots[b], " outside the cache");
+    TORCH_CHECK(starts[b] >= 0, "negative start");
+    kv_len = std::max(kv_len, starts[b] + T);
+    in.fresh &= starts[b] == 0;
+    in.consecutive &= slots[b] == slots[0] + b;
+    rope_len[b] = std::max(starts[b] + T, rope_lengths.empty() ? 0 : rope_lengths[b]);
+    dynamic |= c.rope_scaling.type == RopeType::kDynamic && rope_len[b] > c.max_position_embeddings;
+  }
+  TORCH_CHECK(kv_len <= cache->max_seq, "sequence of ", kv_len, " tokens exceeds the cache's ",
+              cache->max_seq);
+  in.first_slot = slots[0];
+  // One host -> device copy: positions [B * T], cache rows to write [B * kvh * T], slots [B].
+  std::vector<std::int64_t> host;
+  host.reserve(B * T * (1 + kvh) + B);
+  for (std::int64_t b = 0; b < B; ++b) {
+    for (std::int64_t t = 0; t < T; ++t) host.push_back(starts[b] + t);
+  }
+  for (std::int64_t b = 0; b < B; ++b) {
+    for (std::int64_t h = 0; h < kvh; ++h) {
+      for (std::int64_t t = 0; t < T; ++t)
+        host.push_back((slots[b] * kvh + h) * cache->max_seq + starts[b] + t);
+    }
+  }
+  for (std::int64_t b = 0; b < B; ++b) host.push_back(slots[b]);
+  auto idx = upload_longs(host, dev);
+  auto positions = idx.narrow(0, 0, B * T).view({B, T});
+  in.write_rows = idx.narrow(0, B * T, B * kvh * T);
+  in.read_slots = idx.narrow(0, B * T * (1 + kvh), B);
+  if (dynamic || !cache->rope_cos.defined()) {
+    std::vector<at::Tensor> invs;
+    double scale = 1.0;
+    for (std::int64_t b = 0; b < B; ++b) {
+      auto [inv, s] = rope_inv_freq(rope_len[b]);
+      invs.push_back(inv);
+      scale = s;
+    }
+    std::tie(in.cos, in.sin) = rope_cos_sin(positions, at::stack(invs).to(dev), scale, dtype());
+  } else {
+    auto flat = positions.reshape({-1});
+    in.cos = cache->rope_cos.index_select(0, flat).view({B, 1, T, hd});
+    in.sin = cache->rope_sin.index_select(0, flat).view({B, 1, T, hd});
+  }
+  if (!in.fresh) {
+    // A multiple of 16 keys keeps the fused kernels' mask aligned; keys past a row's length are
+    // masked (the cache holds finite values there: zeros or an earlier sequence's).
+    in.kv_attn = std::min(cache->max_seq, (kv_len + 15) / 16 * 16);
+    auto j = at::arange(in.kv_attn, positions.options()).view({1, 1, in.kv_attn});
+    auto hidden_keys = j > positions.unsqueeze(-1);  // [B, T, kv_attn]: key j after position p
+    auto m = at::zeros({B, T, in.kv_attn}, at::TensorOptions().dtype(dtype()).device(dev))
+                 .masked_fill(hidden_keys, -INFINITY);
+    in.mask = m.unsqueeze(1)
+                  .unsqueeze(1)
+                  .expand({B, 1, rep, T, in.kv_attn})
+                  .reshape({B, 1, rep * T, in.kv_attn});
+  }
+  return in;
+}
+
+at::Tensor Transformer::attention(const LayerWeights& lw, std::size_t layer, const at::Tensor& x,
+                                  const StepInputs& in, KvCache* cache) const {
+  const ModelConfig& c = config_;
+  const std::int64_t B = in.B, T = in.T, nh = c.num_attention_heads, kvh = c.num_key_value_heads,
+                     hd = c.head_dim;
   auto q = at::linear(x, lw.q_w, lw.q_b).view({B, T, nh, hd});
   auto k = at::linear(x, lw.k_w, lw.k_b).view({B, T, kvh, hd});
   auto v = at::linear(x, lw.v_w, lw.v_b).view({B, T, kvh, hd});
@@ -184,79 +319,46 @@ at::Tensor Transformer::attention(const LayerWeights& lw, std::size_t layer, con
     q = rms_norm(q, lw.q_norm, c.rms_norm_eps);
     k = rms_norm(k, lw.k_norm, c.rms_norm_eps);
   }
-  q = apply_rope(q.transpose(1, 2), cos, sin);  // [B, nh, T, hd]
-  k = apply_rope(k.transpose(1, 2), cos, sin);  // [B, kvh, T, hd]
+  q = apply_rope(q.transpose(1, 2), in.cos, in.sin);  // [B, nh, T, hd]
+  k = apply_rope(k.transpose(1, 2), in.cos, in.sin);  // [B, kvh, T, hd]
   v = v.transpose(1, 2);
-  at::Tensor keys = k, values = v, out;
-  const std::int64_t rep = nh / kvh;
+  at::Tensor out;
   if (cache != nullptr) {
-    auto slot_bt = slot_t.unsqueeze(1).expand({B, T});
-    cache->k[layer].index_put_({slot_bt, Slice(), positions}, k.transpose(1, 2));
-    cache->v[layer].index_put_({slot_bt, Slice(), positions}, v.transpose(1, 2));
-    bool consecutive = true;
-    for (std::size_t i = 1; i < slots.size(); ++i)
-      consecutive &= slots[i] == slots[0] + std::int64_t(i);
-    keys = consecutive ? cache->k[layer].narrow(0, slots[0], B)
-                       : cache->k[layer].index_select(0, slot_t);
-    values = consecutive ? cache->v[layer].narrow(0, slots[0], B)
-                         : cache->v[layer].index_select(0, slot_t);
-    keys = keys.narrow(2, 0, kv_len);
-    values = values.narrow(2, 0, kv_len);
-    if (rep > 1) {
-      keys = keys.repeat_interleave(rep, 1);
-      values = values.repeat_interleave(rep, 1);
-    }
-    out = torch_compat::scaled_dot_product_attention(q, keys, values, bias, /*causal=*/false);
+    // Row (b, h, t) of k goes to the cache row in.write_rows[(b * kvh + h) * T + t].
+    cache->k[layer].view({-1, hd}).index_copy_(0, in.write_rows, k.reshape({-1, hd}));
+    cache->v[layer].view({-1, hd}).index_copy_(0, in.write_rows, v.reshape({-1, hd}));
+  }
+  if (in.fresh) {
+    out = torch_compat::causal_attention_gqa(q, k, v);
   } else {
-    if (rep > 1) {
-      keys = keys.repeat_interleave(rep, 1);
-      values = values.repeat_interleave(rep, 1);
-    }
-    out =
-        torch_compat::scaled_dot_product_attention(q, keys, values, std::nullopt, /*causal=*/true);
+    auto read = [&](const at::Tensor& layer_cache) {
+      auto rows = in.consecutive ? layer_cache.narrow(0, in.first_slot, B)
+                                 : layer_cache.index_select(0, in.read_slots);
+      return rows.narrow(2, 0, in.kv_attn);  // [B, kvh, kv_attn, hd], a view when consecutive
+    };
+    // Grouped-query heads without repeating the keys: the rep query heads of key head g become
+    // rep * T query rows of one head.
+    const std::int64_t rep = nh / kvh;
+    auto qf = q.reshape({B, kvh, rep * T, hd});
+    out = torch_compat::scaled_dot_product_attention(qf, read(cache->k[layer]),
+                                                     read(cache->v[layer]), in.mask,
+                                                     /*causal=*/false)
+              .reshape({B, nh, T, hd});
   }
   return at::linear(out.transpose(1, 2).reshape({B, T, nh * hd}), lw.o_w);
 }
 
 at::Tensor Transformer::hidden(const at::Tensor& tokens, KvCache* cache,
                                const std::vector<std::int64_t>& slots,
-                               const std::vector<std::int64_t>& starts) const {
+                               const std::vector<std::int64_t>& starts,
+                               const std::vector<std::int64_t>& rope_lengths) const {
   const ModelConfig& c = config_;
-  const std::int64_t B = tokens.size(0), T = tokens.size(1);
-  const auto dev = device();
-  std::vector<std::int64_t> st = cache != nullptr ? starts : std::vector<std::int64_t>(B, 0);
-  TORCH_CHECK(std::int64_t(st.size()) == B, "starts must have one entry per row");
-  TORCH_CHECK(cache == nullptr || std::int64_t(slots.size()) == B,
-              "slots must have one entry per row");
-  std::int64_t kv_len = 0;
-  for (auto s : st) kv_len = std::max(kv_len, s + T);
-  if (cache != nullptr) {
-    TORCH_CHECK(kv_len <= cache->max_seq, "sequence of ", kv_len, " tokens exceeds the cache's ",
-                cache->max_seq);
-  }
-  auto long_opts = at::TensorOptions().dtype(at::kLong).device(dev);
-  auto start_t = at::tensor(st, at::TensorOptions().dtype(at::kLong)).to(dev);
-  auto positions = start_t.unsqueeze(1) + at::arange(T, long_opts).unsqueeze(0);  // [B, T]
-  // With a cache: the slots [B] on the device and the additive mask [B, 1, T, kv_len] (key j is
-  // visible to the query at position p when j <= p), built once for all layers.
-  at::Tensor slot_t, bias;
-  if (cache != nullptr) {
-    slot_t = at::tensor(slots, at::TensorOptions().dtype(at::kLong)).to(dev);
-    auto j = at::arange(kv_len, long_opts).view({1, 1, kv_len});
-    auto hidden_keys = (j > positions.unsqueeze(-1)).unsqueeze(1);
-    bias = at::zeros({B, 1, T, kv_len}, at::TensorOptions().dtype(dtype()).device(dev))
-               .masked_fill(hidden_keys, -INFINITY);
-  }
-  auto [inv, scale] = rope_inv_freq(kv_len);
-  auto freqs = positions.to(at::kFloat).unsqueeze(-1) * inv.to(dev).view({1, 1, -1});
-  auto emb = at::cat({freqs, freqs}, -1);
-  auto cos = (emb.cos() * scale).to(dtype()).unsqueeze(1);  // [B, 1, T, hd]
-  auto sin = (emb.sin() * scale).to(dtype()).unsqueeze(1);
+  const StepInputs in =
+      step_inputs(tokens.size(0), tokens.size(1), cache, slots, starts, rope_lengths);
   auto x = at::embedding(w_.embed, tokens);
   for (std::size_t l = 0; l < w_.layers.size(); ++l) {
     const LayerWeights& lw = w_.layers[l];
-    x = x + attention(lw, l, rms_norm(x, lw.input_norm, c.rms_norm_eps), cos, sin, cache, slots,
-                      slot_t, positions, bias, kv_len);
+    x = x + attention(lw, l, rms_norm(x, lw.input_norm, c.rms_norm_eps), in, cache);
     auto h = rms_norm(x, lw.post_norm, c.rms_norm_eps);
     auto mlp = at::silu(at::linear(h, lw.gate_w, lw.gate_b)) * at::linear(h, lw.up_w, lw.up_b);
     x = x + at::linear(mlp, lw.down_w, lw.down_b);
@@ -270,8 +372,9 @@ at::Tensor Transformer::logits(const at::Tensor& hidden) const {
 
 at::Tensor Transformer::forward(const at::Tensor& tokens, KvCache* cache,
                                 const std::vector<std::int64_t>& slots,
-                                const std::vector<std::int64_t>& starts, bool last_only) const {
-  auto h = hidden(tokens, cache, slots, starts);
+                                const std::vector<std::int64_t>& starts, bool last_only,
+                                const std::vector<std::int64_t>& rope_lengths) const {
+  auto h = hidden(tokens, cache, slots, starts, rope_lengths);
   if (last_only) h = h.narrow(1, h.size(1) - 1, 1);
   return logits(h);
 }

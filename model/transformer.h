@@ -16,6 +16,14 @@
 // cached). Rows of one call may have different starts; they share T. Without a cache the call
 // is a plain causal forward from position 0 (the learner's path; right padding is harmless).
 //
+// Dynamic NTK RoPE (rope_type "dynamic") follows transformers' generate: the rotation of the
+// tokens of a call is computed for that row's sequence length, max(starts[b] + T,
+// rope_lengths[b]) (the largest position + 1, or more: the engine passes the prompt length while
+// it prefills a prompt in chunks, as transformers prefills it in one call), and keys already in
+// the cache keep the rotation they were written with. A full forward (no cache) rotates all T
+// tokens for length T, as transformers' full forward does; so cached and full logits differ
+// once a sequence is past max_position_embeddings, exactly as they do in transformers.
+//
 // Threading: a Transformer is immutable after load; forward may run from several threads on
 // distinct caches. A KvCache belongs to one caller.
 #pragma once
@@ -48,10 +56,14 @@ struct TransformerWeights {
 };
 
 struct KvCache {
-  std::vector<at::Tensor> k, v;  // per layer [slots, kv_heads, max_seq, head_dim]
+  std::vector<at::Tensor> k, v;  // per layer [slots, kv_heads, max_seq, head_dim], contiguous
+  /// RoPE cos and sin of every position [max_seq, head_dim] in the model dtype on its device
+  /// (attention factor applied), made once by make_cache: a forward looks its positions up
+  /// instead of recomputing them. Dynamic NTK past max_position_embeddings computes its own.
+  at::Tensor rope_cos, rope_sin;
   std::int64_t slots = 0;
   std::int64_t max_seq = 0;
-  std::int64_t bytes() const;
+  std::int64_t bytes() const;  ///< K and V only
 };
 
 struct LoadOptions {
@@ -83,15 +95,18 @@ class Transformer {
 
   /// Final-normed hidden states [B, T, hidden]. `cache` may be null (then slots/starts are
   /// ignored and positions start at 0).
+  /// `rope_lengths`: empty, or per row the least sequence length dynamic RoPE assumes (see
+  /// above); other RoPE types ignore it.
   at::Tensor hidden(const at::Tensor& tokens, KvCache* cache,
-                    const std::vector<std::int64_t>& slots,
-                    const std::vector<std::int64_t>& starts) const;
+                    const std::vector<std::int64_t>& slots, const std::vector<std::int64_t>& starts,
+                    const std::vector<std::int64_t>& rope_lengths = {}) const;
   /// hidden -> logits: [B, T, vocab] in the model dtype.
   at::Tensor logits(const at::Tensor& hidden) const;
   /// Both in one; `last_only` keeps the last position only ([B, 1, vocab]).
   at::Tensor forward(const at::Tensor& tokens, KvCache* cache,
                      const std::vector<std::int64_t>& slots,
-                     const std::vector<std::int64_t>& starts, bool last_only = false) const;
+                     const std::vector<std::int64_t>& starts, bool last_only = false,
+                     const std::vector<std::int64_t>& rope_lengths = {}) const;
   at::Tensor forward(const at::Tensor& tokens) const { return forward(tokens, nullptr, {}, {}); }
 
   /// RoPE inverse frequencies [head_dim / 2] (float32) for a sequence reaching `seq_len`
@@ -101,11 +116,13 @@ class Transformer {
  private:
   Transformer(ModelConfig config, TransformerWeights w)
       : config_(std::move(config)), w_(std::move(w)) {}
+  struct StepInputs;  // what every layer of one forward shares (transformer.cpp)
+  StepInputs step_inputs(std::int64_t B, std::int64_t T, KvCache* cache,
+                         const std::vector<std::int64_t>& slots,
+                         const std::vector<std::int64_t>& starts,
+                         const std::vector<std::int64_t>& rope_lengths) const;
   at::Tensor attention(const LayerWeights& lw, std::size_t layer, const at::Tensor& x,
-                       const at::Tensor& cos, const at::Tensor& sin, KvCache* cache,
-                       const std::vector<std::int64_t>& slots, const at::Tensor& slot_t,
-                       const at::Tensor& positions, const at::Tensor& bias,
-                       std::int64_t kv_len) const;
+                       const StepInputs& in, KvCache* cache) const;
 
   ModelConfig config_;
   TransformerWeights w_;
@@ -115,6 +132,17 @@ class Transformer {
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps);
 /// Applies RoPE in the rotate-half convention. x: [B, heads, T, hd]; cos, sin: [B, 1, T, hd].
 at::Tensor apply_rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin);
+/// RoPE cos and sin [B, 1, T, hd] in `dtype` as transformers computes them (float32 angles
+/// position x inverse frequency, scaled by `scale`, then cast). positions: [B, T] int64;
+/// inv_freq: [B or 1, hd / 2] float32, on the positions' device.
+std::pair<at::Tensor, at::Tensor> rope_cos_sin(const at::Tensor& positions,
+                                               const at::Tensor& inv_freq, double scale,
+                                               at::ScalarType dtype);
+/// `values` as an int64 tensor on `device`. To a GPU through pinned memory without blocking the
+/// host (the copy is ordered on the current stream like the kernels that read it).
+at::Tensor upload_longs(const std::vector<std::int64_t>& values, at::Device device);
+/// The same for floats.
+at::Tensor upload_floats(const std::vector<float>& values, at::Device device);
 
 /// The critic's scalar head on the same backbone: value = hidden . weight + bias.
 /// Saved as `value_head.safetensors` with tensors "score.weight" [1, hidden], "score.bias" [1].

@@ -170,6 +170,58 @@ TEST(Rope, ScalingTablesFollowTheirFormulas) {
   EXPECT_NEAR(Transformer::random(c, 1).rope_inv_freq(8).second, 0.1 * std::log(4.0) + 1, 1e-12);
 }
 
+// Dynamic NTK through the cache, as transformers' generate: each row of a batched call rotates
+// its tokens for its own length (not the batch's longest), one call over a whole sequence equals
+// the full forward, and a chunked prefill told the prompt length (rope_lengths) writes the keys
+// that one call writes.
+TEST(Rope, DynamicNtkCachedRowsUseTheirOwnLength) {
+  ModelConfig c = tiny_config("llama");
+  c.max_position_embeddings = 12;
+  c.rope_scaling = {.type = RopeType::kDynamic, .factor = 2};
+  auto m = Transformer::random(c, 8);
+  for (const auto& l : m.weights().layers) {  // sharper attention: rotations matter more
+    l.q_w.mul_(10);
+    l.k_w.mul_(10);
+  }
+  auto a = at::tensor(some_ids(19, 50, 1), at::kLong),
+       b = at::tensor(some_ids(7, 50, 2), at::kLong);
+  auto decode_alone = [&](const at::Tensor& ids, std::int64_t n,
+                          std::vector<std::int64_t> rope_lengths = {}) {
+    KvCache cache = m.make_cache(1, 32);
+    m.forward(ids.narrow(0, 0, n).view({1, n}), &cache, {0}, {0});
+    return m.forward(ids.narrow(0, n, 1).view({1, 1}), &cache, {0}, {n}, false, rope_lengths)
+        .reshape({-1});
+  };
+  // The case is sensitive: b's token rotated for a's length gives other logits.
+  EXPECT_GT(max_diff(decode_alone(b, 6, {19}), decode_alone(b, 6)), 1e-3);
+  KvCache cache = m.make_cache(2, 32);
+  auto pre_a = m.forward(a.narrow(0, 0, 18).view({1, 18}), &cache, {0}, {0});
+  EXPECT_LT(max_diff(pre_a, m.forward(a.narrow(0, 0, 18).view({1, 18}))), 1e-5);
+  m.forward(b.narrow(0, 0, 6).view({1, 6}), &cache, {1}, {0});
+  auto both =
+      m.forward(at::stack({a.narrow(0, 18, 1), b.narrow(0, 6, 1)}), &cache, {0, 1}, {18, 6});
+  EXPECT_LT(max_diff(both[0][0], decode_alone(a, 18)), 1e-5);
+  EXPECT_LT(max_diff(both[1][0], decode_alone(b, 6)), 1e-5);
+  // Chunks of 5 told the prompt is 18 long write the keys of the one-call prefill (and decode
+  // the same); without it the first chunks are rotated for their own shorter lengths.
+  KvCache one = m.make_cache(1, 32);
+  m.forward(a.narrow(0, 0, 18).view({1, 18}), &one, {0}, {0});
+  auto chunked = [&](std::vector<std::int64_t> rope_lengths) {
+    KvCache c2 = m.make_cache(1, 32);
+    for (std::int64_t s = 0; s < 18; s += 5) {
+      const std::int64_t len = std::min<std::int64_t>(5, 18 - s);
+      m.forward(a.narrow(0, s, len).view({1, len}), &c2, {0}, {s}, false, rope_lengths);
+    }
+    auto logits = m.forward(a.narrow(0, 18, 1).view({1, 1}), &c2, {0}, {18}).reshape({-1});
+    return std::make_pair(max_diff(c2.k[0].narrow(2, 0, 18), one.k[0].narrow(2, 0, 18)),
+                          max_diff(logits, decode_alone(a, 18)));
+  };
+  auto [hinted_keys, hinted_logits] = chunked({18});
+  EXPECT_LT(hinted_keys, 1e-5);
+  EXPECT_LT(hinted_logits, 1e-5);
+  EXPECT_GT(chunked({}).first, 1e-3);
+}
+
 TEST(TransformerFiles, SaveLoadRoundTripAndBf16) {
   TempDir d;
   auto m = Transformer::random(tiny_config("qwen3"), 5);
