@@ -32,7 +32,6 @@ no torch, no GPU). Device "cpu" runs the same checks on the CPU (tests; times fr
 import argparse
 import contextlib
 import json
-import math
 import os
 import statistics
 import sys
@@ -92,23 +91,6 @@ def stochastic_ops(op_names):
 
 def median(xs):
     return statistics.median(xs) if xs else 0.0
-
-
-def finite_json(x):
-    if isinstance(x, float) and not math.isfinite(x):
-        return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
-    if isinstance(x, dict):
-        return {k: finite_json(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [finite_json(v) for v in x]
-    return x
-
-
-def write_result(path, result):
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(finite_json(result), f, indent=1, allow_nan=False)
-    os.replace(tmp, path)
 
 
 class GpuLocks:
@@ -485,6 +467,7 @@ def run_request(request, result):
 def main(argv):
     t0 = time.perf_counter()
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # -I drops the script's dir
+    from result_io import write_result  # noqa: E402 (after the path is set)
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--request", required=True)
     ap.add_argument("--result", required=True)

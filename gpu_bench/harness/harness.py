@@ -15,7 +15,6 @@ dispatch-level op guard (guard.py).
 
 import argparse
 import json
-import math
 import os
 import sys
 import threading
@@ -25,6 +24,7 @@ _T0 = time.perf_counter()
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # -I drops the script's dir
 
 from errors import HarnessError  # noqa: E402
+from result_io import write_result  # noqa: E402
 import tolerance  # noqa: E402
 
 FORMAT_REQUEST = "cuda-agent-harness-request"
@@ -47,24 +47,6 @@ DEFAULT_OPTIONS = {
     "rss_limit_bytes": 0,
     "profile_calls": 5,
 }
-
-
-def finite(x):
-    """JSON has no inf/nan: they travel as the strings "inf", "-inf", "nan"."""
-    if isinstance(x, float) and not math.isfinite(x):
-        return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
-    if isinstance(x, dict):
-        return {k: finite(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [finite(v) for v in x]
-    return x
-
-
-def write_result(path, result):
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(finite(result), f, indent=1, allow_nan=False)
-    os.replace(tmp, path)
 
 
 def new_result(mode):
