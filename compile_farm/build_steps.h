@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "compile_farm/symbol_policy.h"
 #include "core/error.h"
 #include "core/sandbox.h"
+#include "core/uid_lease.h"
 #include "messages/compile_codec.h"
 
 namespace cuda_agent::compile_farm {
@@ -41,6 +43,8 @@ struct JobContext {
   Clock::time_point deadline;  ///< the job's own budget or the request's deadline, earlier first
   SandboxLimits limits;        ///< per process; wall_ms is cut to the deadline
   std::optional<RunAs> run_as;
+  /// Holds run_as's uid on this host while the job lives (no job of another worker gets it).
+  std::shared_ptr<const UidLease> uid_lease;
   bool isolate_network = true;
   std::vector<std::string> include_dirs, library_dirs;
 };

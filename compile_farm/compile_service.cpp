@@ -102,7 +102,8 @@ class CompileService::Impl {
                                 const std::vector<LauncherPrototype>& launchers,
                                 std::vector<std::string> warnings, Clock::time_point started,
                                 Clock::time_point deadline);
-  JobContext make_job(const std::string& dir, std::uint64_t seq, Clock::time_point deadline);
+  Expected<JobContext> make_job(const std::string& dir, std::uint64_t seq,
+                                Clock::time_point deadline);
   void count(void (*f)(CompileJobStats&)) {
     std::lock_guard lock(stats_mu);
     f(stats);
@@ -112,9 +113,8 @@ class CompileService::Impl {
 namespace {
 
 // Job numbers are process-wide (every service in this process draws from one counter) and start
-// at a random point, so that the jobs of different services and, very likely, of different worker
-// processes on one host run as different uids (run_as_base + number mod 4096) and in different
-// directories.
+// at a random point; a job runs as the first uid from run_as_base + (number mod 4096) that no
+// other running job on the host holds (core/uid_lease.h), and in its own directory.
 std::uint64_t next_job_number() {
   static std::atomic<std::uint64_t> next{std::random_device{}() % 4096};
   return ++next;
@@ -191,8 +191,8 @@ Expected<CompileResult> CompileService::compile(const CompileRequest& request) {
   return impl_->compile(request);
 }
 
-JobContext CompileService::Impl::make_job(const std::string& dir, std::uint64_t seq,
-                                          Clock::time_point deadline) {
+Expected<JobContext> CompileService::Impl::make_job(const std::string& dir, std::uint64_t seq,
+                                                    Clock::time_point deadline) {
   JobContext job;
   job.dir = dir;
   job.toolchain = &toolchain;
@@ -204,8 +204,10 @@ JobContext CompileService::Impl::make_job(const std::string& dir, std::uint64_t 
   job.limits.output_bytes = std::min<std::int64_t>(options.compile.job_output_bytes, 4 << 20);
   job.isolate_network = options.isolate_network;
   if (options.run_as_base >= 0) {
-    auto id = static_cast<uid_t>(options.run_as_base + static_cast<std::int64_t>(seq % 4096));
-    job.run_as = RunAs{id, id};
+    // Starting at the job number, the first uid no running job on this host holds.
+    ASSIGN_OR_RETURN(UidLease lease, UidLease::acquire(options.run_as_base, seq, 4096));
+    job.run_as = RunAs{lease.uid(), lease.uid()};
+    job.uid_lease = std::make_shared<const UidLease>(std::move(lease));
   }
   job.include_dirs = options.include_dirs;
   job.library_dirs = options.library_dirs;
@@ -272,7 +274,7 @@ Expected<CompileResult> CompileService::Impl::build(const CompileRequest& reques
   const std::uint64_t seq = next_job_number();
   const std::string dir =
       options.work_root + "/job-" + std::to_string(::getpid()) + "-" + std::to_string(seq);
-  JobContext job = make_job(dir, seq, deadline);
+  ASSIGN_OR_RETURN(JobContext job, make_job(dir, seq, deadline));
   RETURN_IF_ERROR(prepare_job_dir(job, request.files));
   struct Cleanup {
     std::string dir;

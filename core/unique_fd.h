@@ -18,6 +18,15 @@ struct UniqueFd {
   explicit UniqueFd(int f) : fd(f) {}
   UniqueFd(const UniqueFd&) = delete;
   UniqueFd& operator=(const UniqueFd&) = delete;
+  UniqueFd(UniqueFd&& o) noexcept : fd(o.fd) { o.fd = -1; }
+  UniqueFd& operator=(UniqueFd&& o) noexcept {
+    if (this != &o) {
+      reset();
+      fd = o.fd;
+      o.fd = -1;
+    }
+    return *this;
+  }
   ~UniqueFd() { reset(); }
   void reset() {
     if (fd >= 0) ::close(fd);
