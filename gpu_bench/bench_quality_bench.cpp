@@ -20,7 +20,6 @@
 // Without a GPU it prints why and exits 0.
 #include <dlfcn.h>
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -88,12 +87,6 @@ double cv(const std::vector<double>& v) {
   double ss = 0;
   for (double x : v) ss += (x - m) * (x - m);
   return m > 0 ? std::sqrt(ss / double(v.size() - 1)) / m : 0;
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 std::string breakdown(const BenchEvaluation& e) {
@@ -193,7 +186,8 @@ int run(int argc, char** argv) {
     const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
     if (!e) return std::fprintf(stderr, "%s\n", e.error().to_string().c_str()), 1;
     std::printf("  %-24s wall %.2f s, candidate median %.1f us, passed %d; harness: %s\n", label,
-                wall, median(e->result.candidate_trial_us), int(e->passed), breakdown(*e).c_str());
+                wall, median_of(e->result.candidate_trial_us), int(e->passed),
+                breakdown(*e).c_str());
   }
 
   std::printf("\nrepeatability: %d benchmark runs per entry\n", repeats);
@@ -210,7 +204,7 @@ int run(int argc, char** argv) {
       }
       se.push_back(e->result.speedup_vs_eager);
       sc.push_back(e->result.speedup_vs_compile);
-      cand.push_back(median(e->result.candidate_trial_us));
+      cand.push_back(median_of(e->result.candidate_trial_us));
     }
     std::printf("  %-14s %10.1f %8.3fx %8.2f%% %9.3fx %8.2f%%\n", name.c_str(), mean(cand),
                 mean(se), 100 * cv(se), mean(sc), 100 * cv(sc));
