@@ -47,6 +47,11 @@ std::string tail(const std::string& s, std::size_t n) {
   return s.size() <= n ? s : "..." + s.substr(s.size() - n);
 }
 
+/// TF32 for this job: the request's or the service's setting (the same for every contender).
+bool allow_tf32(const BenchOptions& b, const BenchJob& job) {
+  return job.overrides.allow_tf32 || b.allow_tf32;
+}
+
 HarnessOptions harness_options(const BenchOptions& b, const BenchJob& job,
                                const std::optional<CachedBaseline>& baseline) {
   HarnessOptions o;
@@ -58,7 +63,7 @@ HarnessOptions harness_options(const BenchOptions& b, const BenchJob& job,
   o.input_sets = x.input_sets ? x.input_sets : b.input_sets;
   o.checked_trial_fraction =
       x.checked_trial_fraction > 0 ? x.checked_trial_fraction : b.checked_trial_fraction;
-  o.allow_tf32 = x.allow_tf32 || b.allow_tf32;
+  o.allow_tf32 = allow_tf32(b, job);
   o.implausible_speedup = b.implausible_speedup;
   o.measure_eager = !baseline || baseline->eager_us <= 0;
   o.measure_compile = !baseline || baseline->compile_us <= 0;
@@ -103,10 +108,6 @@ Expected<std::unique_ptr<BenchService>> BenchService::create(BenchServiceOptions
     return bench_error(ErrorCategory::kIo, "bench.job",
                        "cannot create '" + options.work_root + "': " + ec.message());
   ::chmod(options.work_root.c_str(), 0711);
-  if (::geteuid() != 0) options.run_as_base = -1;
-  // A node whose Python (torch) an unprivileged uid cannot read sets this (see bench_service.h).
-  if (const char* v = std::getenv("CUDA_AGENT_BENCH_KEEP_UID"); v && *v == '1')
-    options.run_as_base = -1;
   if (!options.health_check) {
     const int device = options.device;
     const auto deadline = std::chrono::milliseconds(options.health_check_ms);
@@ -125,6 +126,9 @@ BenchService::BenchService(BenchServiceOptions options, std::string python,
   // The child sees exactly this GPU. A UUID names it whatever this process's own
   // CUDA_VISIBLE_DEVICES is; without a driver (tests with a fake harness) the index stands in.
   visible_device_ = visible_device_for(options_.device);
+  // None when not root, or on a node whose Python (torch) an unprivileged uid cannot read
+  // (CUDA_AGENT_BENCH_KEEP_UID=1, see bench_service.h).
+  run_as_ = harness_run_as(options_.run_as_base, options_.device);
 }
 
 BenchService::~BenchService() {
@@ -165,8 +169,8 @@ Expected<BenchEvaluation> BenchService::evaluate(const BenchJob& job) {
                        "cannot create '" + dir.string() + "': " + ec.message());
   // The compile baseline of a task this service has measured before, unless told otherwise.
   std::optional<CachedBaseline> baseline = job.baseline;
-  const bool tf32 = job.overrides.allow_tf32 || options_.bench.allow_tf32;
-  const std::string memo_key = content_hash(job.task_model_py) + (tf32 ? "|tf32" : "|ieee");
+  const std::string memo_key =
+      content_hash(job.task_model_py) + (allow_tf32(options_.bench, job) ? "|tf32" : "|ieee");
   if (!baseline && !job.overrides.remeasure_baselines && options_.reuse_compile_baseline &&
       job.mode == BenchMode::kBenchmark) {
     if (auto it = compile_memo_.find(memo_key); it != compile_memo_.end())
@@ -201,11 +205,6 @@ Expected<BenchEvaluation> BenchService::run_job(const BenchJob& job,
                                                 const std::optional<CachedBaseline>& baseline,
                                                 const std::string& dir_str) {
   const fs::path dir(dir_str);
-  std::optional<RunAs> run_as;
-  if (options_.run_as_base >= 0) {
-    auto id = static_cast<uid_t>(options_.run_as_base + options_.device);
-    run_as = RunAs{id, id};
-  }
   HarnessRequest req;
   req.mode = job.mode;
   req.task_model_py = (dir / "model.py").string();
@@ -221,15 +220,7 @@ Expected<BenchEvaluation> BenchService::run_job(const BenchJob& job,
   const fs::path request_path = dir / "request.json";
   const fs::path result_path = dir / "result.json";
   RETURN_IF_ERROR(write_file(request_path, harness_request_json(req), 0644));
-  if (run_as) {
-    for (const fs::path& p : {dir, dir / "tmp"}) {
-      if (::chown(p.c_str(), run_as->uid, run_as->gid) != 0)
-        return bench_error(
-            ErrorCategory::kIo, "bench.job",
-            "cannot hand '" + p.string() + "' to uid " + std::to_string(run_as->uid));
-    }
-    ::chmod(dir.c_str(), 0700);
-  }
+  if (run_as_) RETURN_IF_ERROR(hand_job_dir(dir.string(), *run_as_, "bench.job"));
 
   std::int64_t wall_ms = options_.bench.harness_wall_ms;
   if (job.deadline_unix_ms > 0) {
@@ -243,7 +234,7 @@ Expected<BenchEvaluation> BenchService::run_job(const BenchJob& job,
       {.python = python_,
        .job_dir = dir.string(),
        .visible_device = visible_device_,
-       .run_as = run_as,
+       .run_as = run_as_,
        .isolate_network = options_.isolate_network,
        .wall_ms = wall_ms},
       {harness_path_, "--request", request_path.string(), "--result", result_path.string()});
@@ -251,7 +242,7 @@ Expected<BenchEvaluation> BenchService::run_job(const BenchJob& job,
   BenchEvaluation e;
   e.wall_seconds = sr.wall_seconds;
   e.harness_output = tail(sr.output, 8000);
-  e.sandbox = std::string(run_as ? "uid " + std::to_string(run_as->uid) : "caller's uid") +
+  e.sandbox = std::string(run_as_ ? "uid " + std::to_string(run_as_->uid) : "caller's uid") +
               (sr.network_isolated ? ", no network" : ", network not isolated") + ", wall limit " +
               std::to_string(wall_ms) + " ms";
   const std::string where = " (harness output: " + tail(sr.output, 1500) + ")";

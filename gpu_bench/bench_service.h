@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/sandbox.h"
 #include "gpu_bench/bench_options.h"
 #include "gpu_bench/harness_protocol.h"
 #include "gpu_bench/reward.h"
@@ -139,7 +140,8 @@ class BenchService {
   BenchServiceOptions options_;
   std::string python_;
   std::string harness_path_;
-  std::string visible_device_;  ///< CUDA_VISIBLE_DEVICES for the child (a UUID where known)
+  std::string visible_device_;   ///< CUDA_VISIBLE_DEVICES for the child (a UUID where known)
+  std::optional<RunAs> run_as_;  ///< the child's uid/gid (harness_run_as); none: the caller's
   mutable std::mutex mu_;
   bool healthy_ = true;
   std::uint64_t jobs_ = 0;

@@ -2,6 +2,7 @@
 // harness_sandbox.h).
 #include "gpu_bench/harness_sandbox.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -71,6 +72,17 @@ std::optional<RunAs> harness_run_as(std::int64_t run_as_base, int device) {
   if (const char* v = std::getenv("CUDA_AGENT_BENCH_KEEP_UID"); v && *v == '1') return std::nullopt;
   auto id = static_cast<uid_t>(run_as_base + device);
   return RunAs{id, id};
+}
+
+Status hand_job_dir(const std::string& job_dir, const RunAs& who, const std::string& error_code) {
+  const fs::path dir(job_dir);
+  for (const fs::path& p : {dir, dir / "tmp"}) {
+    if (::chown(p.c_str(), who.uid, who.gid) != 0)
+      return make_error(ErrorCategory::kIo, error_code,
+                        "cannot hand '" + p.string() + "' to uid " + std::to_string(who.uid));
+  }
+  ::chmod(dir.c_str(), 0700);
+  return Status::ok();
 }
 
 SandboxSpec harness_sandbox_spec(const HarnessSandbox& box, const std::vector<std::string>& args) {

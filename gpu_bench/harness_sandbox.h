@@ -38,6 +38,11 @@ std::string visible_device_for(int device);
 /// root and run_as_base >= 0 and CUDA_AGENT_BENCH_KEEP_UID is not 1; else none (the caller's).
 std::optional<RunAs> harness_run_as(std::int64_t run_as_base, int device);
 
+/// Hands `job_dir` and `job_dir`/tmp to `who` (chown) and closes `job_dir` to others (0700), so
+/// the child can write there and no other uid can read it. Errors: kIo `error_code` naming the
+/// path.
+Status hand_job_dir(const std::string& job_dir, const RunAs& who, const std::string& error_code);
+
 struct HarnessSandbox {
   std::string python;          ///< absolute path (find_python)
   std::string job_dir;         ///< working directory; HOME; TMPDIR is job_dir/tmp

@@ -280,15 +280,7 @@ Expected<GpuFilterOutcome> GpuFilter::run_one(const Task& task) {
                 {"lock_dir", lock_dir_}}}};
   RETURN_IF_ERROR(write_file(request, req.dump(1)));
   const std::optional<RunAs> run_as = harness_run_as(options_.run_as_base, options_.gpu);
-  if (run_as) {
-    for (const fs::path& p : {dir, dir / "tmp"}) {
-      if (::chown(p.c_str(), run_as->uid, run_as->gid) != 0)
-        return filter_error(
-            ErrorCategory::kIo, "filter.job",
-            "cannot hand '" + p.string() + "' to uid " + std::to_string(run_as->uid));
-    }
-    ::chmod(dir.c_str(), 0700);
-  }
+  if (run_as) RETURN_IF_ERROR(hand_job_dir(dir.string(), *run_as, "filter.job"));
   const SandboxSpec spec =
       harness_sandbox_spec({.python = python_,
                             .job_dir = dir.string(),
