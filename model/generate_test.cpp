@@ -14,6 +14,7 @@
 namespace cuda_agent {
 namespace {
 
+using testing::sharp_dynamic_rope_llama;
 using testing::tiny_config;
 
 std::shared_ptr<const Transformer> tiny(const std::string& type = "qwen2",
@@ -178,15 +179,7 @@ TEST(Sampler, RowsOnTheDeviceMatchTheHostReferenceWhateverTheBatch) {
 // prompts crossing max_position_embeddings, prefilled in chunks and decoded in one batch, gives
 // the same tokens as that computation done one request at a time through the model.
 TEST(Generate, DynamicRopeFollowsTransformersGenerateWhateverTheChunksAndBatch) {
-  ModelConfig c = tiny_config("llama");
-  c.max_position_embeddings = 12;
-  c.rope_scaling = {.type = RopeType::kDynamic, .factor = 2};
-  auto sharp = Transformer::random(c, 31);
-  for (const auto& l : sharp.weights().layers) {  // sharper attention: rotations matter more
-    l.q_w.mul_(10);
-    l.k_w.mul_(10);
-  }
-  auto m = std::make_shared<const Transformer>(std::move(sharp));
+  auto m = std::make_shared<const Transformer>(sharp_dynamic_rope_llama(31));
   std::vector<GenerationRequest> reqs;
   for (std::uint64_t i = 0; i < 5; ++i) {
     reqs.push_back({.id = i,

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "model/model_config.h"
+#include "model/transformer.h"
 
 namespace cuda_agent::testing {
 
@@ -13,6 +14,20 @@ inline ModelConfig tiny_config(const std::string& type) {
   ModelConfig c = tiny_model_config(type, /*vocab_size=*/50, /*head_dim=*/8);
   c.max_position_embeddings = 256;
   return c;
+}
+
+/// A random tiny Llama with dynamic NTK RoPE past 12 positions (factor 2) and q/k weights x10:
+/// with the default random weights a wrong rotation moves the logits by only ~1e-5.
+inline Transformer sharp_dynamic_rope_llama(std::uint64_t seed) {
+  ModelConfig c = tiny_config("llama");
+  c.max_position_embeddings = 12;
+  c.rope_scaling = {.type = RopeType::kDynamic, .factor = 2};
+  Transformer m = Transformer::random(c, seed);
+  for (const auto& l : m.weights().layers) {  // sharper attention: rotations matter more
+    l.q_w.mul_(10);
+    l.k_w.mul_(10);
+  }
+  return m;
 }
 
 class TempDir {

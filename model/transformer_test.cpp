@@ -13,6 +13,7 @@
 namespace cuda_agent {
 namespace {
 
+using testing::sharp_dynamic_rope_llama;
 using testing::TempDir;
 using testing::tiny_config;
 
@@ -175,14 +176,7 @@ TEST(Rope, ScalingTablesFollowTheirFormulas) {
 // the full forward, and a chunked prefill told the prompt length (rope_lengths) writes the keys
 // that one call writes.
 TEST(Rope, DynamicNtkCachedRowsUseTheirOwnLength) {
-  ModelConfig c = tiny_config("llama");
-  c.max_position_embeddings = 12;
-  c.rope_scaling = {.type = RopeType::kDynamic, .factor = 2};
-  auto m = Transformer::random(c, 8);
-  for (const auto& l : m.weights().layers) {  // sharper attention: rotations matter more
-    l.q_w.mul_(10);
-    l.k_w.mul_(10);
-  }
+  auto m = sharp_dynamic_rope_llama(8);
   auto a = at::tensor(some_ids(19, 50, 1), at::kLong),
        b = at::tensor(some_ids(7, 50, 2), at::kLong);
   auto decode_alone = [&](const at::Tensor& ids, std::int64_t n,
