@@ -128,11 +128,16 @@ Expected<GpuFilterOutcome> parse_filter_result(std::string_view text, const std:
     o.reason = "the filter did not run every check";
   }
   const json versions = j.value("versions", json::object());
+  o.phases_s["lock_wait"] = number("lock_wait_s");
+  if (j.contains("phases_s") && j["phases_s"].is_object())
+    for (const auto& [name, v] : j["phases_s"].items())
+      if (v.is_number()) o.phases_s[name] = v.get<double>();
   add_summary(o, key, content_hash, now_unix_ms,
               {{"device", versions.value("gpu_name", "")},
                {"torch", versions.value("torch", "")},
                {"wall_s", o.wall_s},
-               {"lock_wait_s", j.value("lock_wait_s", 0.0)}});
+               {"lock_wait_s", o.phases_s["lock_wait"]},
+               {"phases_s", o.phases_s}});
   return o;
 }
 

@@ -25,6 +25,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -82,6 +83,9 @@ struct GpuFilterOutcome {
   double compile_ms = 0;  ///< 0: not measured
   bool oom = false;       ///< the failure was running out of GPU memory
   double wall_s = 0;
+  /// Where the child's time went (seconds): "lock_wait" (waiting for the GPU locks) and the
+  /// harness's phases_s ("import_torch", "device_init", "checks", "first_compiled_call").
+  std::map<std::string, double> phases_s;
 };
 
 class GpuFilter {

@@ -176,6 +176,10 @@ Expected<FilterSummary> filter_tasks(RunStore& store, const TaskFilterOptions& o
       f.passed = stored->passed;
       f.eager_ms = d.value("eager_ms", 0.0);
       f.compile_ms = d.value("compile_ms", 0.0);
+      f.wall_s = d.value("wall_s", 0.0);
+      if (d.contains("phases_s") && d["phases_s"].is_object())
+        for (const auto& [name, v] : d["phases_s"].items())
+          if (v.is_number()) f.phases_s[name] = v.get<double>();
       if (!f.passed) {
         f.dropped_by = d.value("failed_filter", "gpu_filter");
         const std::string prefix = f.dropped_by + ": ";
@@ -210,6 +214,8 @@ Expected<FilterSummary> filter_tasks(RunStore& store, const TaskFilterOptions& o
                      f.passed = o.passed;
                      f.eager_ms = o.eager_ms;
                      f.compile_ms = o.compile_ms;
+                     f.wall_s = o.wall_s;
+                     f.phases_s = o.phases_s;
                      if (!o.passed) {
                        f.dropped_by = o.failed_filter;
                        f.reason = o.reason;
@@ -266,8 +272,31 @@ std::string filter_summary_text(const FilterSummary& s) {
                   static_cast<unsigned long long>(n), std::string(std::max(bar, 1), '#').c_str());
     out += line;
   }
+  out += filter_time_text(s);
   out += "options: " + s.options_key + "\n";
   return out;
+}
+
+std::string filter_time_text(const FilterSummary& s) {
+  std::vector<double> wall;
+  std::map<std::string, std::vector<double>> phases;
+  for (const FilteredTask& f : s.tasks) {
+    if (f.wall_s <= 0) continue;
+    wall.push_back(f.wall_s);
+    for (const auto& [name, v] : f.phases_s) phases[name].push_back(v);
+  }
+  if (wall.empty()) return "";
+  auto quantile = [](std::vector<double> v, double q) {
+    std::sort(v.begin(), v.end());
+    return v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1) + 0.5)];
+  };
+  auto cell = [&](const std::string& name, const std::vector<double>& v) {
+    return name + " " + fixed(quantile(v, 0.5), 1) + "/" + fixed(quantile(v, 0.9), 1);
+  };
+  std::string out = "seconds per child (median/p90 of " + std::to_string(wall.size()) +
+                    "): " + cell("wall", wall);
+  for (const auto& [name, v] : phases) out += ", " + cell(name, v);
+  return out + "\n";
 }
 
 std::string filter_report_json(const FilterSummary& s) {
@@ -277,6 +306,10 @@ std::string filter_report_json(const FilterSummary& s) {
               {"name", f.name},         {"passed", f.passed},
               {"reused", f.reused},     {"not_filtered", f.not_filtered},
               {"eager_ms", f.eager_ms}, {"compile_ms", f.compile_ms}};
+    if (f.wall_s > 0) {
+      t["wall_s"] = f.wall_s;
+      t["phases_s"] = f.phases_s;
+    }
     if (!f.passed) {
       t["dropped_by"] = f.dropped_by;
       t["reason"] = f.reason;

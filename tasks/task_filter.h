@@ -61,6 +61,10 @@ struct FilteredTask {
   std::string reason;
   double eager_ms = 0;
   double compile_ms = 0;
+  /// The filter child's wall time and its phases (GpuFilterOutcome::phases_s), seconds; 0 and
+  /// empty where no child ran (host drops).
+  double wall_s = 0;
+  std::map<std::string, double> phases_s;
 };
 
 struct FilterSummary {
@@ -90,6 +94,9 @@ std::vector<FilteredTask> screen_tasks(const std::vector<Task>& tasks,
 
 /// "filtered 320 tasks in 412.0 s: 130 passed (40.6%), 190 dropped\n  eager_time  80\n..."
 std::string filter_summary_text(const FilterSummary& s);
+/// "seconds per child (median/p90 of 26): wall 31.0/55.2, checks 4.1/9.0, ...\n": where the
+/// filter children's time went; empty when no child ran.
+std::string filter_time_text(const FilterSummary& s);
 /// The report: JSON (format "cuda-agent-filter-report", version 1) with the options, the
 /// summary and every task; or Markdown with the summary, the drop histogram and a table of every
 /// dropped task with its reason.

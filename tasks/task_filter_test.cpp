@@ -88,7 +88,8 @@ TEST(TaskFilter, ScreenDropsDuplicatesAndContaminatedTasksButNotTheEvalSuite) {
 
 TEST(TaskFilter, ParsesResultsIntoRowsWithASummaryRow) {
   const std::string text = R"({"format": "cuda-agent-filter-result", "version": 1, "ok": true,
-    "passed": false, "eager_ms": 0.2, "compile_ms": null, "wall_s": 3.5,
+    "passed": false, "eager_ms": 0.2, "compile_ms": null, "wall_s": 3.5, "lock_wait_s": 0.25,
+    "phases_s": {"import_torch": 1.5, "checks": 0.5, "bad": "x"},
     "versions": {"torch": "2.11.0", "gpu_name": "NVIDIA H200"},
     "checks": [{"name": "load", "passed": true, "reason": "", "details": {}},
                {"name": "runs_eager", "passed": false, "reason": "CUDA out of memory",
@@ -104,6 +105,10 @@ TEST(TaskFilter, ParsesResultsIntoRowsWithASummaryRow) {
   auto d = nlohmann::json::parse(o->results[2].details_json);
   EXPECT_EQ(d["options_key"], "KEY");
   EXPECT_EQ(d["device"], "NVIDIA H200");
+  const std::map<std::string, double> phases = {
+      {"checks", 0.5}, {"import_torch", 1.5}, {"lock_wait", 0.25}};
+  EXPECT_EQ(o->phases_s, phases);  // a phase that is not a number is left out
+  EXPECT_EQ(d["phases_s"]["import_torch"], 1.5);
 
   Task t = make_task("s", "t", kGood);
   t.filters.push_back(o->results[2]);
@@ -129,6 +134,18 @@ TEST(TaskFilter, ParsesResultsIntoRowsWithASummaryRow) {
   const GpuFilterOutcome t_out = failed_child_outcome(killed, 5000, "K", "h", 1);
   EXPECT_EQ(t_out.failed_filter, "filter_timeout");
   EXPECT_NE(t_out.reason.find("5000 ms"), std::string::npos);
+}
+
+TEST(TaskFilter, SummaryGivesTheMedianAndP90OfEachChildPhase) {
+  FilterSummary s;
+  EXPECT_EQ(filter_time_text(s), "");
+  for (int i = 1; i <= 10; ++i)
+    s.tasks.push_back({.id = TaskId{"s/t-" + std::to_string(i)},
+                       .wall_s = static_cast<double>(i),
+                       .phases_s = {{"checks", 0.1 * i}}});
+  s.tasks.push_back({.id = TaskId{"s/host-drop"}, .dropped_by = "duplicate"});  // no child
+  EXPECT_EQ(filter_time_text(s),
+            "seconds per child (median/p90 of 10): wall 6.0/9.0, checks 0.6/0.9\n");
 }
 
 TEST(TaskFilter, ReportsListEveryDroppedTask) {

@@ -150,6 +150,8 @@ class Filter:
         self.locks = GpuLocks(options.get("lock_dir") or "")
         self.module = None
         self.op_names = set()
+        self.t_start = time.perf_counter()
+        result.setdefault("phases_s", {})
 
     # --- bookkeeping ---------------------------------------------------------------------------
     def check(self, name, passed, reason="", **details):
@@ -353,6 +355,7 @@ class Filter:
             return self.check("runs_compiled", True, "not checked: torch %s has no torch.compile"
                               % torch.__version__, skipped=True)
         t0 = time.perf_counter()
+        self.result["phases_s"]["checks"] = t0 - self.t_start
         try:
             compiled = torch.compile(model)
             got = self.flat(self.forward(compiled, xs))
@@ -361,6 +364,7 @@ class Filter:
                                                                    str(e)[:1500]),
                               oom=is_oom(torch, e))
         first_s = time.perf_counter() - t0
+        self.result["phases_s"]["first_compiled_call"] = first_s
         max_abs = max((float((a.float() - b.float()).abs().max().item())
                        for a, b in zip(out, got) if a.numel() and a.shape == b.shape),
                       default=0.0)
@@ -424,7 +428,8 @@ def set_precision(torch, allow_tf32):
 def new_result():
     return {"format": FORMAT_RESULT, "version": VERSION, "ok": True, "error": None,
             "passed": False, "checks": [], "not_run": [], "eager_ms": None, "compile_ms": None,
-            "versions": {}, "precision_flags": [], "lock_wait_s": 0.0, "wall_s": 0.0}
+            "versions": {}, "precision_flags": [], "lock_wait_s": 0.0, "wall_s": 0.0,
+            "phases_s": {}}
 
 
 def run_request(request, result):
@@ -438,11 +443,14 @@ def run_request(request, result):
             source = f.read()
     except (KeyError, OSError) as e:
         raise FilterError("filter.request", "cannot read the task file: %s" % e)
+    phases = result["phases_s"]
+    t0 = time.perf_counter()
     try:
         import torch  # noqa: PLC0415 (after the request is known to be sane)
     except ImportError as e:
         raise FilterError("filter.no_torch", "this node's python cannot import torch: %s" % e)
     torch.set_num_threads(1)
+    phases["import_torch"] = time.perf_counter() - t0
     if options["device"].startswith("cuda"):
         if not torch.cuda.is_available():
             raise FilterError("filter.no_gpu", "torch.cuda.is_available() is False here")
@@ -453,6 +461,7 @@ def run_request(request, result):
         result["precision_flags"] = set_precision(torch, bool(options["allow_tf32"]))
     else:
         result["versions"] = {"torch": torch.__version__, "gpu_name": "cpu"}
+    phases["device_init"] = time.perf_counter() - t0 - phases["import_torch"]
     f = Filter(torch, source, options, result)
     try:
         f.run()
