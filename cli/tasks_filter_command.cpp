@@ -32,6 +32,7 @@ struct FilterArgs {
   std::string export_dir;
   double time_limit_s = 0;
   double task_timeout_s = 300;
+  double memory_budget_gib = 0;
   bool no_compile = false;
 };
 
@@ -91,6 +92,8 @@ int run_filter(FilterArgs& a) {
   if (a.task_timeout_s <= 0) return report(usage("--task-timeout-s must be positive"));
   o.gpu.compile = !a.no_compile;
   o.gpu.task_wall_ms = static_cast<std::int64_t>(a.task_timeout_s * 1000);
+  if (a.memory_budget_gib < 0) return report(usage("--memory-budget-gib must not be negative"));
+  o.gpu.memory_budget_bytes = static_cast<std::int64_t>(a.memory_budget_gib * (1 << 30));
   o.time_limit_ms = static_cast<std::int64_t>(a.time_limit_s * 1000);
   if (!a.report.empty()) {  // fail on an unwritable report before the work, not after
     const fs::path parent = fs::absolute(a.report).parent_path();
@@ -167,6 +170,10 @@ void add_tasks_filter_command(CLI::App& tasks, CommandResult& result) {
   cmd->add_option("--jobs", a->options.gpu.jobs, "filter children at once on the GPU")
       ->capture_default_str();
   cmd->add_option("--gpu", a->options.gpu.gpu, "CUDA device index")->capture_default_str();
+  cmd->add_option("--memory-budget-gib", a->memory_budget_gib,
+                  "GPU memory the children at once may use by their estimate (6x the input bytes "
+                  "+ 1 GiB each); 0: 70% of the GPU's")
+      ->capture_default_str();
   cmd->add_option("--report", a->report,
                   "write a report of every task (FILE.md: Markdown, else JSON)");
   cmd->add_option("--export", a->export_dir, "write the passing tasks' sources as NAME.py here");
