@@ -1,6 +1,8 @@
 #include "core/sandbox.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -105,6 +107,37 @@ TEST(Sandbox, DropsToAnUnprivilegedUserAsRoot) {
   auto r = run_sandboxed(spec);
   ASSERT_TRUE(r) << r.error().to_string();
   EXPECT_EQ(r->output, "61234\n61234\n");
+}
+
+TEST(SandboxedProcess, GetsTheControlFdAsFd3AndIsKilledWithItsGroupOnStop) {
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  UniqueFd mine(sv[0]), theirs(sv[1]);
+  auto spec = shell("read x <&3; echo \"got $x\"; echo ack >&3; sleep 30 & sleep 30");
+  auto p = SandboxedProcess::start(spec, theirs.fd);
+  ASSERT_TRUE(p) << p.error().to_string();
+  theirs.reset();
+  ASSERT_EQ(::write(mine.fd, "hello\n", 6), 6);
+  char buf[16] = {};
+  ASSERT_GT(::read(mine.fd, buf, sizeof buf - 1), 0);  // blocks until the child answers
+  EXPECT_EQ(std::string(buf), "ack\n");
+  EXPECT_TRUE(p->running());
+  EXPECT_FALSE(p->exited());
+  const pid_t group = p->pid();
+  SandboxResult r = p->stop();
+  EXPECT_EQ(r.outcome, SandboxOutcome::kSignalled);
+  EXPECT_EQ(r.signal, SIGKILL);
+  EXPECT_NE(r.output.find("got hello"), std::string::npos) << r.output;
+  EXPECT_EQ(::kill(-group, 0), -1);  // the background sleep went with it
+  EXPECT_FALSE(p->running());
+}
+
+TEST(SandboxedProcess, ReportsAFailedExec) {
+  SandboxSpec spec = shell("");
+  spec.argv = {"/nonexistent/program"};
+  auto p = SandboxedProcess::start(spec, -1);
+  ASSERT_FALSE(p);
+  EXPECT_EQ(p.error().code, "sandbox.spawn");
 }
 
 }  // namespace
