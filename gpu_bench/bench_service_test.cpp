@@ -173,6 +173,24 @@ TEST_P(BenchServiceTest, RequestCarriesOverridesCachedBaselinesAndTheDevice) {
   EXPECT_EQ(e->result.reward.tier, 3);
 }
 
+TEST_P(BenchServiceTest, NonFinalEvaluationsMayUseFewerInputSetsFinalOnesNever) {
+  options_.bench.nonfinal_verify_input_sets = 2;
+  auto s = make();
+  ASSERT_TRUE(s);
+  auto sets = [&](bool final_eval, std::uint32_t asked) -> int {
+    BenchJob j = job("echo_request");
+    j.overrides.remeasure_baselines = final_eval;
+    j.overrides.verify_input_sets = asked;
+    auto e = s->evaluate(j);
+    EXPECT_TRUE(e) << e.error().to_string();
+    if (!e) return -1;
+    return nlohmann::json::parse(e->harness.notes.at(0))["options"]["verify_input_sets"];
+  };
+  EXPECT_EQ(sets(false, 0), 2);
+  EXPECT_EQ(sets(true, 0), 5);   // a final evaluation: the full set
+  EXPECT_EQ(sets(false, 7), 7);  // the request's own count wins
+}
+
 TEST_P(BenchServiceTest, ReusesItsOwnCompileBaselineUnlessFinal) {
   auto s = make();
   ASSERT_TRUE(s);
