@@ -366,9 +366,16 @@ Expected<BenchEvaluation> BenchService::run_job(const BenchJob& job,
   for (auto& n : zygote_notes_) notes.push_back(std::move(n));
   zygote_notes_.clear();
   if (!ran) {
-    const std::int64_t left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                  deadline - std::chrono::steady_clock::now())
-                                  .count();
+    // A fresh child gets what is left of the job's wall time; after a zygote failure during the
+    // job, a job without a deadline of its own gets the whole harness_wall_ms again, so that a
+    // zygote lost late in a job does not cost that job its verdict.
+    std::int64_t left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            deadline - std::chrono::steady_clock::now())
+                            .count();
+    if (zygote_pid != 0)
+      left = job.deadline_unix_ms > 0
+                 ? std::min(options_.bench.harness_wall_ms, job.deadline_unix_ms - now_unix_ms())
+                 : options_.bench.harness_wall_ms;
     if (left <= 0)
       return bench_error(ErrorCategory::kTimeout, "bench.deadline",
                          "the request's deadline passed before the harness started");
