@@ -166,10 +166,12 @@ std::string BenchService::zygote_info() const {
 
 void BenchService::start_zygote() {
   zygote_.reset();
+  std::error_code ec;
+  if (zygote_dirs_ > 0)  // the previous zygote's directory
+    fs::remove_all(fs::path(options_.work_root) / ("zygote-" + std::to_string(zygote_dirs_)), ec);
   if (zygote_script_.empty() || zygote_given_up_) return;
   // Its own directory (HOME, TMPDIR), handed to the harness uid like a job directory.
   const fs::path dir = fs::path(options_.work_root) / ("zygote-" + std::to_string(++zygote_dirs_));
-  std::error_code ec;
   fs::remove_all(dir, ec);
   fs::create_directories(dir / "tmp", ec);
   Status handed = ec ? bench_error(ErrorCategory::kIo, "bench.job", ec.message()) : Status();
