@@ -75,6 +75,64 @@ void set_limit(int status_fd, int resource, rlim_t soft, rlim_t hard) {
 
 int pidfd_open(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
 
+// Forks the confined child (see sandbox.h): stdin from `stdin_fd`, stdout and stderr to
+// `out_fd`, `extra_fd` (when >= 0) as its fd 3. Returns the pid; `status_r` receives the
+// failure report of a step that failed before exec. Nothing is allocated after fork.
+Expected<pid_t> fork_confined(const SandboxSpec& spec, bool isolate, char* const* argv,
+                              char* const* envp, int stdin_fd, int out_fd, int extra_fd,
+                              Fd& status_r) {
+  int status_pipe[2];
+  if (::pipe2(status_pipe, O_CLOEXEC) != 0) return spawn_error("pipe", errno);
+  status_r = Fd(status_pipe[0]);
+  Fd status_w(status_pipe[1]);
+  const SandboxLimits& lim = spec.limits;
+  pid_t pid = ::fork();
+  if (pid < 0) return spawn_error("fork", errno);
+  if (pid == 0) {
+    const int sfd = status_w.fd;
+    ::setpgid(0, 0);
+    if (::dup2(stdin_fd, 0) < 0 || ::dup2(out_fd, 1) < 0 || ::dup2(out_fd, 2) < 0)
+      child_fail(sfd, kStepDup);
+    if (extra_fd >= 0 && ::dup2(extra_fd, 3) < 0) child_fail(sfd, kStepDup);  // dup2 clears CLOEXEC
+    if (::chdir(spec.work_dir.c_str()) != 0) child_fail(sfd, kStepChdir);
+    set_limit(sfd, RLIMIT_CORE, 0, 0);
+    set_limit(sfd, RLIMIT_CPU, static_cast<rlim_t>(lim.cpu_seconds),
+              static_cast<rlim_t>(lim.cpu_seconds + 1));
+    if (lim.memory_bytes > 0)
+      set_limit(sfd, RLIMIT_AS, static_cast<rlim_t>(lim.memory_bytes),
+                static_cast<rlim_t>(lim.memory_bytes));
+    set_limit(sfd, RLIMIT_FSIZE, static_cast<rlim_t>(lim.file_bytes),
+              static_cast<rlim_t>(lim.file_bytes));
+    set_limit(sfd, RLIMIT_NOFILE, static_cast<rlim_t>(lim.open_files),
+              static_cast<rlim_t>(lim.open_files));
+    if (isolate && ::unshare(CLONE_NEWNET) != 0) child_fail(sfd, kStepUnshare);
+    if (spec.run_as) {
+      set_limit(sfd, RLIMIT_NPROC, static_cast<rlim_t>(lim.processes),
+                static_cast<rlim_t>(lim.processes));
+      if (::setgroups(0, nullptr) != 0) child_fail(sfd, kStepGroups);
+      if (::setgid(spec.run_as->gid) != 0) child_fail(sfd, kStepGid);
+      if (::setuid(spec.run_as->uid) != 0) child_fail(sfd, kStepUid);
+    }
+    // After the credential change, which clears the parent-death signal.
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+      child_fail(sfd, kStepPrctl);
+    ::execve(argv[0], argv, envp);
+    child_fail(sfd, kStepExec);
+  }
+  ::setpgid(pid, pid);  // also here, so the group exists before we might signal it
+  return pid;
+}
+
+Status check_spec(const SandboxSpec& spec) {
+  if (spec.argv.empty() || spec.argv[0].empty() || spec.argv[0][0] != '/')
+    return make_error(ErrorCategory::kInvalidInput, "sandbox.spawn",
+                      "argv[0] must be an absolute path, got '" +
+                          (spec.argv.empty() ? std::string() : spec.argv[0]) + "'");
+  if (spec.work_dir.empty())
+    return make_error(ErrorCategory::kInvalidInput, "sandbox.spawn", "work_dir is required");
+  return Status::ok();
+}
+
 }  // namespace
 
 std::string_view to_string(SandboxOutcome outcome) {
@@ -103,12 +161,7 @@ bool can_isolate_network() {
 }
 
 Expected<SandboxResult> run_sandboxed(const SandboxSpec& spec) {
-  if (spec.argv.empty() || spec.argv[0].empty() || spec.argv[0][0] != '/')
-    return make_error(ErrorCategory::kInvalidInput, "sandbox.spawn",
-                      "argv[0] must be an absolute path, got '" +
-                          (spec.argv.empty() ? std::string() : spec.argv[0]) + "'");
-  if (spec.work_dir.empty())
-    return make_error(ErrorCategory::kInvalidInput, "sandbox.spawn", "work_dir is required");
+  RETURN_IF_ERROR(check_spec(spec));
   const bool isolate = spec.isolate_network && can_isolate_network();
 
   // Everything the child needs is built before fork: it may not allocate afterwards.
@@ -119,51 +172,18 @@ Expected<SandboxResult> run_sandboxed(const SandboxSpec& spec) {
   envp.push_back(nullptr);
   const SandboxLimits& lim = spec.limits;
 
-  int out_pipe[2], in_pipe[2], status_pipe[2];
+  int out_pipe[2], in_pipe[2];
   if (::pipe2(out_pipe, O_CLOEXEC) != 0) return spawn_error("pipe", errno);
   Fd out_r(out_pipe[0]), out_w(out_pipe[1]);
   if (::pipe2(in_pipe, O_CLOEXEC) != 0) return spawn_error("pipe", errno);
   Fd in_r(in_pipe[0]), in_w(in_pipe[1]);
-  if (::pipe2(status_pipe, O_CLOEXEC) != 0) return spawn_error("pipe", errno);
-  Fd status_r(status_pipe[0]), status_w(status_pipe[1]);
+  Fd status_r;
 
   const auto started = Clock::now();
-  pid_t pid = ::fork();
-  if (pid < 0) return spawn_error("fork", errno);
-  if (pid == 0) {
-    const int sfd = status_w.fd;
-    ::setpgid(0, 0);
-    if (::dup2(in_r.fd, 0) < 0 || ::dup2(out_w.fd, 1) < 0 || ::dup2(out_w.fd, 2) < 0)
-      child_fail(sfd, kStepDup);
-    if (::chdir(spec.work_dir.c_str()) != 0) child_fail(sfd, kStepChdir);
-    set_limit(sfd, RLIMIT_CORE, 0, 0);
-    set_limit(sfd, RLIMIT_CPU, static_cast<rlim_t>(lim.cpu_seconds),
-              static_cast<rlim_t>(lim.cpu_seconds + 1));
-    if (lim.memory_bytes > 0)
-      set_limit(sfd, RLIMIT_AS, static_cast<rlim_t>(lim.memory_bytes),
-                static_cast<rlim_t>(lim.memory_bytes));
-    set_limit(sfd, RLIMIT_FSIZE, static_cast<rlim_t>(lim.file_bytes),
-              static_cast<rlim_t>(lim.file_bytes));
-    set_limit(sfd, RLIMIT_NOFILE, static_cast<rlim_t>(lim.open_files),
-              static_cast<rlim_t>(lim.open_files));
-    if (isolate && ::unshare(CLONE_NEWNET) != 0) child_fail(sfd, kStepUnshare);
-    if (spec.run_as) {
-      set_limit(sfd, RLIMIT_NPROC, static_cast<rlim_t>(lim.processes),
-                static_cast<rlim_t>(lim.processes));
-      if (::setgroups(0, nullptr) != 0) child_fail(sfd, kStepGroups);
-      if (::setgid(spec.run_as->gid) != 0) child_fail(sfd, kStepGid);
-      if (::setuid(spec.run_as->uid) != 0) child_fail(sfd, kStepUid);
-    }
-    // After the credential change, which clears the parent-death signal.
-    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
-      child_fail(sfd, kStepPrctl);
-    ::execve(argv[0], argv.data(), envp.data());
-    child_fail(sfd, kStepExec);
-  }
-  ::setpgid(pid, pid);  // also here, so the group exists before we might signal it
+  ASSIGN_OR_RETURN(pid_t pid, fork_confined(spec, isolate, argv.data(), envp.data(), in_r.fd,
+                                            out_w.fd, -1, status_r));
   out_w.reset();
   in_r.reset();
-  status_w.reset();
 
   SandboxResult result;
   result.network_isolated = isolate;
@@ -271,6 +291,118 @@ Expected<SandboxResult> run_sandboxed(const SandboxSpec& spec) {
       result.outcome = SandboxOutcome::kSignalled;
   }
   if (killed_for_time || killed_for_output) result.signal = SIGKILL;
+  return result;
+}
+
+Expected<SandboxedProcess> SandboxedProcess::start(const SandboxSpec& spec, int control_fd) {
+  RETURN_IF_ERROR(check_spec(spec));
+  const bool isolate = spec.isolate_network && can_isolate_network();
+  std::vector<char*> argv, envp;
+  for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  for (const auto& e : spec.env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  Fd out_r, out_w;
+  if (!make_pipe(out_r, out_w)) return spawn_error("pipe", errno);
+  Fd null_in(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (null_in.fd < 0) return spawn_error("open /dev/null", errno);
+  Fd status_r;
+  ASSIGN_OR_RETURN(pid_t pid, fork_confined(spec, isolate, argv.data(), envp.data(), null_in.fd,
+                                            out_w.fd, control_fd, status_r));
+  out_w.reset();
+  SandboxedProcess p;
+  p.pid_ = pid;
+  p.pidfd_ = Fd(pidfd_open(pid));
+  p.output_ = std::move(out_r);
+  p.network_isolated_ = isolate;
+  p.started_ = Clock::now();
+  ::fcntl(p.output_.fd, F_SETFL, O_NONBLOCK);
+  // The status pipe closes at exec (close-on-exec) or carries the failed step: a short wait.
+  int failure[2] = {0, 0};
+  ssize_t n;
+  do {
+    n = ::read(status_r.fd, failure, sizeof failure);
+  } while (n < 0 && errno == EINTR);
+  if (n == static_cast<ssize_t>(sizeof failure)) {
+    (void)p.stop();
+    return spawn_error(std::string(step_name(failure[0])) + " for '" + spec.argv[0] + "'",
+                       failure[1]);
+  }
+  return p;
+}
+
+SandboxedProcess::SandboxedProcess(SandboxedProcess&& o) noexcept
+    : pid_(o.pid_),
+      pidfd_(std::move(o.pidfd_)),
+      output_(std::move(o.output_)),
+      network_isolated_(o.network_isolated_),
+      reaped_(o.reaped_),
+      wait_status_(o.wait_status_),
+      started_(o.started_) {
+  o.pid_ = -1;
+}
+
+SandboxedProcess& SandboxedProcess::operator=(SandboxedProcess&& o) noexcept {
+  if (this != &o) {
+    (void)stop();
+    pid_ = o.pid_;
+    pidfd_ = std::move(o.pidfd_);
+    output_ = std::move(o.output_);
+    network_isolated_ = o.network_isolated_;
+    reaped_ = o.reaped_;
+    wait_status_ = o.wait_status_;
+    started_ = o.started_;
+    o.pid_ = -1;
+  }
+  return *this;
+}
+
+SandboxedProcess::~SandboxedProcess() { (void)stop(); }
+
+bool SandboxedProcess::exited() {
+  if (pid_ < 0 || reaped_) return true;
+  if (::waitpid(pid_, &wait_status_, WNOHANG) == pid_) reaped_ = true;
+  return reaped_;
+}
+
+std::string SandboxedProcess::read_output(std::size_t max_bytes) {
+  std::string out;
+  char buf[65536];
+  while (output_.fd >= 0 && out.size() < max_bytes) {
+    ssize_t r = ::read(output_.fd, buf, std::min(sizeof buf, max_bytes - out.size()));
+    if (r > 0) {
+      out.append(buf, static_cast<std::size_t>(r));
+    } else {
+      if (r == 0) output_.reset();
+      break;
+    }
+  }
+  return out;
+}
+
+SandboxResult SandboxedProcess::stop() {
+  SandboxResult result;
+  if (pid_ < 0) return result;
+  result.network_isolated = network_isolated_;
+  ::kill(-pid_, SIGKILL);
+  if (!reaped_) {
+    while (::waitpid(pid_, &wait_status_, 0) < 0 && errno == EINTR) {
+    }
+    reaped_ = true;
+  }
+  ::kill(-pid_, SIGKILL);  // anything of the group still there
+  result.output = read_output(1 << 20);
+  result.wall_seconds = std::chrono::duration<double>(Clock::now() - started_).count();
+  if (WIFEXITED(wait_status_)) {
+    result.outcome = SandboxOutcome::kExited;
+    result.exit_code = WEXITSTATUS(wait_status_);
+  } else if (WIFSIGNALED(wait_status_)) {
+    result.outcome = SandboxOutcome::kSignalled;
+    result.signal = WTERMSIG(wait_status_);
+  }
+  pid_ = -1;
+  pidfd_.reset();
+  output_.reset();
   return result;
 }
 

@@ -24,12 +24,14 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
+#include "core/unique_fd.h"
 
 namespace cuda_agent {
 
@@ -98,6 +100,51 @@ struct SandboxResult {
 /// argv, fork or exec failure, work_dir missing, dropping privileges refused); every way the
 /// child itself ends is a SandboxResult.
 Expected<SandboxResult> run_sandboxed(const SandboxSpec& spec);
+
+/// A sandboxed child that outlives the call that started it: a pre-started server such as the
+/// bench's harness zygote (gpu_bench/harness_zygote.h). The same confinement as run_sandboxed
+/// (process group, rlimits, network namespace, uid, no_new_privs, parent-death signal, the
+/// environment exactly as given) except that stdin is /dev/null, `control_fd` (when >= 0)
+/// becomes the child's fd 3, and the wall limit is the owner's business: nothing here waits.
+///
+///   ASSIGN_OR_RETURN(SandboxedProcess p, SandboxedProcess::start(spec, child_end.fd));
+///   poll({p.pidfd(), POLLIN}, ...);  // readable once the process has exited
+///   SandboxResult how = p.stop();    // kills the group, reaps, says how it ended
+///
+/// Threading: one owner. The destructor kills the group and reaps.
+class SandboxedProcess {
+ public:
+  /// Errors as run_sandboxed's (sandbox.spawn), reported once the child has exec'd or failed.
+  static Expected<SandboxedProcess> start(const SandboxSpec& spec, int control_fd);
+  SandboxedProcess() = default;
+  SandboxedProcess(SandboxedProcess&& o) noexcept;
+  SandboxedProcess& operator=(SandboxedProcess&& o) noexcept;
+  ~SandboxedProcess();
+
+  bool running() const { return pid_ > 0 && !reaped_; }
+  pid_t pid() const { return pid_; }
+  /// A pidfd of the process (-1 where the kernel has none): POLLIN once it has exited.
+  int pidfd() const { return pidfd_.fd; }
+  /// Its stdout and stderr, merged (non-blocking; -1 once closed).
+  int output_fd() const { return output_.fd; }
+  bool network_isolated() const { return network_isolated_; }
+  /// Whether the process has exited (reaps it without blocking).
+  bool exited();
+  /// What can be read from the output now, at most max_bytes.
+  std::string read_output(std::size_t max_bytes);
+  /// Kills the group (SIGKILL), reaps the process and says how it ended: kExited with its code
+  /// or kSignalled (SIGKILL when this killed it). No-op result when nothing runs.
+  SandboxResult stop();
+
+ private:
+  pid_t pid_ = -1;
+  UniqueFd pidfd_;
+  UniqueFd output_;
+  bool network_isolated_ = false;
+  bool reaped_ = false;
+  int wait_status_ = 0;
+  std::chrono::steady_clock::time_point started_;
+};
 
 /// Whether this process may give children an empty network namespace (probed once).
 bool can_isolate_network();

@@ -1,9 +1,15 @@
 #include "core/sandbox.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
 
 namespace cuda_agent {
 namespace {
@@ -105,6 +111,61 @@ TEST(Sandbox, DropsToAnUnprivilegedUserAsRoot) {
   auto r = run_sandboxed(spec);
   ASSERT_TRUE(r) << r.error().to_string();
   EXPECT_EQ(r->output, "61234\n61234\n");
+}
+
+/// Processes of process group `pgid` that are not zombies (from /proc/<pid>/stat).
+int live_members_of_group(pid_t pgid) {
+  int live = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(entry.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto close = stat.rfind(')');  // the command may contain spaces and parentheses
+    if (close == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close + 2));
+    char state = 0;
+    long ppid = 0, group = 0;
+    rest >> state >> ppid >> group;
+    if (group == pgid && state != 'Z' && state != 'X') ++live;
+  }
+  return live;
+}
+
+TEST(SandboxedProcess, GetsTheControlFdAsFd3AndIsKilledWithItsGroupOnStop) {
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  UniqueFd mine(sv[0]), theirs(sv[1]);
+  auto spec = shell("read x <&3; echo \"got $x\"; echo ack >&3; sleep 30 & sleep 30");
+  auto p = SandboxedProcess::start(spec, theirs.fd);
+  ASSERT_TRUE(p) << p.error().to_string();
+  theirs.reset();
+  ASSERT_EQ(::write(mine.fd, "hello\n", 6), 6);
+  char buf[16] = {};
+  ASSERT_GT(::read(mine.fd, buf, sizeof buf - 1), 0);  // blocks until the child answers
+  EXPECT_EQ(std::string(buf), "ack\n");
+  EXPECT_TRUE(p->running());
+  EXPECT_FALSE(p->exited());
+  const pid_t group = p->pid();
+  SandboxResult r = p->stop();
+  EXPECT_EQ(r.outcome, SandboxOutcome::kSignalled);
+  EXPECT_EQ(r.signal, SIGKILL);
+  EXPECT_NE(r.output.find("got hello"), std::string::npos) << r.output;
+  // The background sleep went with it: nothing of the group is left but, at most, a zombie
+  // waiting for its new parent to reap it (SIGKILL takes effect asynchronously: bounded wait).
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (live_members_of_group(group) > 0 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(live_members_of_group(group), 0);
+  EXPECT_FALSE(p->running());
+}
+
+TEST(SandboxedProcess, ReportsAFailedExec) {
+  SandboxSpec spec = shell("");
+  spec.argv = {"/nonexistent/program"};
+  auto p = SandboxedProcess::start(spec, -1);
+  ASSERT_FALSE(p);
+  EXPECT_EQ(p.error().code, "sandbox.spawn");
 }
 
 }  // namespace

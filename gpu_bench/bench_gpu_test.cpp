@@ -92,6 +92,25 @@ TEST_F(BenchGpu, DesignExamplePassesAndIsTimed) {
   EXPECT_GT(e->result.speedup_vs_eager, 0.5);
   EXPECT_FALSE(e->result.audit.gpu_name.empty());
   EXPECT_FALSE(e->result.audit.torch_version.empty());
+  // Forked from the service's harness zygote (torch imported once, CUDA initialised per job).
+  EXPECT_TRUE(e->from_zygote) << e->sandbox;
+  auto startup = e->harness.breakdown_s.find("startup");
+  ASSERT_NE(startup, e->harness.breakdown_s.end());
+  EXPECT_LT(startup->second, 0.5) << "a forked harness should not import torch again";
+}
+
+TEST_F(BenchGpu, FreshChildPathStillWorks) {
+  BenchServiceOptions o;
+  o.bench.timed_trials = 10;
+  o.bench.warmup_trials = 2;
+  o.bench.verify_input_sets = 2;
+  o.bench.harness_zygote = false;
+  auto s = BenchService::create(o);
+  ASSERT_TRUE(s) << s.error().to_string();
+  auto e = (*s)->evaluate(job("gpu_bench/testdata/scale_relu/model_new.py", BenchMode::kBenchmark));
+  ASSERT_TRUE(e) << e.error().to_string();
+  EXPECT_TRUE(e->passed);
+  EXPECT_FALSE(e->from_zygote);
 }
 
 TEST_F(BenchGpu, AttacksGetTierMinusOneWithAReason) {
@@ -106,6 +125,7 @@ TEST_F(BenchGpu, AttacksGetTierMinusOneWithAReason) {
         job(std::string("gpu_bench/harness/tests/smoke/") + c.file, BenchMode::kVerify));
     ASSERT_TRUE(e) << c.file << ": " << e.error().to_string();
     EXPECT_EQ(e->result.reward.tier, -1) << c.file;
+    EXPECT_TRUE(e->from_zygote) << c.file << ": " << e->sandbox;
     std::string text = bench_report_text(*e, {});
     EXPECT_NE(text.find(c.reason), std::string::npos) << c.file << "\n" << text;
   }

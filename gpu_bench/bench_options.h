@@ -17,6 +17,7 @@ struct BenchOptions {
 
   std::string tolerance_profile = "cuda-agent";
   std::int64_t verify_input_sets = 5;
+  std::int64_t nonfinal_verify_input_sets = 0;
   std::int64_t warmup_trials = 10;
   std::int64_t timed_trials = 100;
   std::int64_t input_sets = 8;
@@ -28,6 +29,7 @@ struct BenchOptions {
   std::int64_t harness_wall_ms = 120'000;
   std::int64_t harness_memory_bytes = 64LL << 30;
   std::string python = "python3";
+  bool harness_zygote = true;
 
   template <class V>
   void visit(V& v) {
@@ -42,6 +44,15 @@ struct BenchOptions {
        .min = 1,
        .max = 1000},
       verify_input_sets);
+    v({.key = "nonfinal_verify_input_sets",
+       .unit = "sets",
+       .doc = "Input sets for evaluations that are not final (requests without "
+              "remeasure_baselines, e.g. the agent's own calls during an episode); final "
+              "evaluations always use verify_input_sets. Every other check is the same. 0: "
+              "verify_input_sets for every evaluation.",
+       .min = 0,
+       .max = 1000},
+      nonfinal_verify_input_sets);
     v({.key = "warmup_trials",
        .unit = "trials",
        .doc = "Untimed runs of each of candidate, eager and torch.compile before timing.",
@@ -99,6 +110,12 @@ struct BenchOptions {
       harness_memory_bytes);
     v({.key = "python", .doc = "Python interpreter of the node's PyTorch, which runs the harness."},
       python);
+    v({.key = "harness_zygote",
+       .doc = "Fork each harness child from a pre-started harness process (one per worker, same "
+              "sandbox, torch imported, CUDA not initialised) instead of starting a fresh Python "
+              "per request; saves the 1 to 2 s of importing torch. The worker falls back to a "
+              "fresh Python per request when the zygote cannot start or keeps failing."},
+      harness_zygote);
   }
 };
 

@@ -118,8 +118,8 @@ std::string bench_report_text(const BenchEvaluation& e, const BenchReportContext
   out += "\n";
   out += fmt::format("time: harness {:.2f} s wall", e.wall_seconds);
   std::string parts;
-  for (const char* k :
-       {"startup", "load", "checks", "compile_baseline_build", "baselines", "trials", "recheck"}) {
+  for (const char* k : {"startup", "cuda_init", "load", "checks", "compile_baseline_build",
+                        "baselines", "trials", "recheck"}) {
     auto it = e.harness.breakdown_s.find(k);
     if (it != e.harness.breakdown_s.end())
       parts += fmt::format("{}{} {:.2f}", parts.empty() ? "" : ", ", k, it->second);
@@ -189,6 +189,7 @@ std::string bench_report_json(const BenchEvaluation& e, const BenchReportContext
   j["seeds"] = e.harness.seeds;
   j["profile_report"] = r.profile_report;
   j["sandbox"] = e.sandbox;
+  j["from_zygote"] = e.from_zygote;
   return j.dump(indent);
 }
 

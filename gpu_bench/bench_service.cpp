@@ -57,7 +57,11 @@ HarnessOptions harness_options(const BenchOptions& b, const BenchJob& job,
   HarnessOptions o;
   const BenchRunOptions& x = job.overrides;
   o.tolerance_profile = x.tolerance_profile.empty() ? b.tolerance_profile : x.tolerance_profile;
-  o.verify_input_sets = x.verify_input_sets ? x.verify_input_sets : b.verify_input_sets;
+  // Final evaluations (remeasure_baselines) always get the full set of input sets.
+  const std::int64_t sets = !x.remeasure_baselines && b.nonfinal_verify_input_sets > 0
+                                ? b.nonfinal_verify_input_sets
+                                : b.verify_input_sets;
+  o.verify_input_sets = x.verify_input_sets ? x.verify_input_sets : sets;
   o.warmup_trials = x.warmup_trials ? x.warmup_trials : b.warmup_trials;
   o.timed_trials = x.timed_trials ? x.timed_trials : b.timed_trials;
   o.input_sets = x.input_sets ? x.input_sets : b.input_sets;
@@ -113,8 +117,19 @@ Expected<std::unique_ptr<BenchService>> BenchService::create(BenchServiceOptions
     const auto deadline = std::chrono::milliseconds(options.health_check_ms);
     options.health_check = [device, deadline] { return health_check(device, deadline); };
   }
+  // zygote.py beside the harness, else the default places (a test's fake harness has none).
+  std::string zygote;
+  if (options.bench.harness_zygote) {
+    auto z = find_harness_script(fs::path(harness).parent_path().string(), "zygote.py");
+    if (!z) z = find_harness_script("", "zygote.py");
+    if (z) zygote = *z;
+  }
   auto service = std::unique_ptr<BenchService>(
       new BenchService(std::move(options), std::move(python), std::move(harness)));
+  service->zygote_script_ = std::move(zygote);
+  if (service->options_.bench.harness_zygote && service->zygote_script_.empty())
+    service->zygote_notes_.push_back("harness zygote: zygote.py not found; fresh children");
+  service->start_zygote();  // imports torch while the caller gets ready
   return service;
 }
 
@@ -132,10 +147,69 @@ BenchService::BenchService(BenchServiceOptions options, std::string python,
 }
 
 BenchService::~BenchService() {
+  zygote_.reset();  // before its directory goes
   if (!options_.keep_jobs) {
     std::error_code ec;
     fs::remove_all(options_.work_root, ec);
   }
+}
+
+bool BenchService::zygote_enabled() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return zygote_ != nullptr;
+}
+
+std::string BenchService::zygote_info() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return zygote_ && zygote_->ready() ? zygote_->ready_info() : std::string();
+}
+
+void BenchService::start_zygote() {
+  zygote_.reset();
+  std::error_code ec;
+  if (zygote_dirs_ > 0)  // the previous zygote's directory
+    fs::remove_all(fs::path(options_.work_root) / ("zygote-" + std::to_string(zygote_dirs_)), ec);
+  if (zygote_script_.empty() || zygote_given_up_) return;
+  // Its own directory (HOME, TMPDIR), handed to the harness uid like a job directory.
+  const fs::path dir = fs::path(options_.work_root) / ("zygote-" + std::to_string(++zygote_dirs_));
+  fs::remove_all(dir, ec);
+  fs::create_directories(dir / "tmp", ec);
+  Status handed = ec ? bench_error(ErrorCategory::kIo, "bench.job", ec.message()) : Status();
+  if (handed && run_as_) handed = hand_job_dir(dir.string(), *run_as_, "bench.job");
+  if (!handed) {
+    zygote_given_up_ = true;
+    zygote_notes_.push_back("harness zygote: cannot make its directory (" + handed.error().message +
+                            "); fresh children from now on");
+    return;
+  }
+  HarnessZygoteOptions zo;
+  zo.box = {.python = python_,
+            .job_dir = dir.string(),
+            .visible_device = visible_device_,
+            .run_as = run_as_,
+            .isolate_network = options_.isolate_network};
+  zo.zygote_script = zygote_script_;
+  zo.harness_script = harness_path_;
+  zo.message_grace_ms = options_.zygote_message_grace_ms;
+  auto z = HarnessZygote::start(zo);
+  if (!z) {
+    zygote_failed("cannot start: " + z.error().message);
+    return;
+  }
+  zygote_ = std::move(*z);
+}
+
+void BenchService::zygote_failed(const std::string& why) {
+  const bool refused = why.find("refused to serve") != std::string::npos;
+  zygote_.reset();
+  if (refused || ++zygote_restarts_ > options_.zygote_max_restarts) {
+    zygote_given_up_ = true;
+    zygote_notes_.push_back("harness zygote: " + why + "; fresh children from now on");
+    return;
+  }
+  zygote_notes_.push_back("harness zygote: " + why + "; restarted (" +
+                          std::to_string(zygote_restarts_) + " in a row)");
+  start_zygote();
 }
 
 bool BenchService::healthy() const {
@@ -201,10 +275,16 @@ Expected<BenchEvaluation> BenchService::evaluate(const BenchJob& job) {
   return out;
 }
 
-Expected<BenchEvaluation> BenchService::run_job(const BenchJob& job,
-                                                const std::optional<CachedBaseline>& baseline,
-                                                const std::string& dir_str) {
+Status BenchService::write_job_dir(const BenchJob& job,
+                                   const std::optional<CachedBaseline>& baseline,
+                                   const std::string& dir_str) {
   const fs::path dir(dir_str);
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  fs::create_directories(dir / "tmp", ec);
+  if (ec)
+    return bench_error(ErrorCategory::kIo, "bench.job",
+                       "cannot create '" + dir.string() + "': " + ec.message());
   HarnessRequest req;
   req.mode = job.mode;
   req.task_model_py = (dir / "model.py").string();
@@ -217,11 +297,19 @@ Expected<BenchEvaluation> BenchService::run_job(const BenchJob& job,
   RETURN_IF_ERROR(write_file(req.task_model_py, job.task_model_py, 0644));
   RETURN_IF_ERROR(write_file(req.model_new_py, job.model_new_py, 0644));
   RETURN_IF_ERROR(write_file(req.library, job.artifact, 0755));
+  RETURN_IF_ERROR(write_file(dir / "request.json", harness_request_json(req), 0644));
+  if (run_as_) RETURN_IF_ERROR(hand_job_dir(dir.string(), *run_as_, "bench.job"));
+  return Status();
+}
+
+Expected<BenchEvaluation> BenchService::run_job(const BenchJob& job,
+                                                const std::optional<CachedBaseline>& baseline,
+                                                const std::string& dir_str) {
+  const fs::path dir(dir_str);
+  RETURN_IF_ERROR(write_job_dir(job, baseline, dir_str));
   const fs::path request_path = dir / "request.json";
   const fs::path result_path = dir / "result.json";
-  RETURN_IF_ERROR(write_file(request_path, harness_request_json(req), 0644));
-  if (run_as_) RETURN_IF_ERROR(hand_job_dir(dir.string(), *run_as_, "bench.job"));
-
+  const auto start = std::chrono::steady_clock::now();
   std::int64_t wall_ms = options_.bench.harness_wall_ms;
   if (job.deadline_unix_ms > 0) {
     const std::int64_t left = job.deadline_unix_ms - now_unix_ms();
@@ -230,21 +318,85 @@ Expected<BenchEvaluation> BenchService::run_job(const BenchJob& job,
                          "the request's deadline passed before the harness started");
     wall_ms = std::min(wall_ms, left);
   }
-  const SandboxSpec spec = harness_sandbox_spec(
-      {.python = python_,
-       .job_dir = dir.string(),
-       .visible_device = visible_device_,
-       .run_as = run_as_,
-       .isolate_network = options_.isolate_network,
-       .wall_ms = wall_ms},
-      {harness_path_, "--request", request_path.string(), "--result", result_path.string()});
-  ASSIGN_OR_RETURN(SandboxResult sr, run_sandboxed(spec));
+  const auto deadline = start + std::chrono::milliseconds(wall_ms);
+  const std::vector<std::string> harness_args = {"--request", request_path.string(), "--result",
+                                                 result_path.string()};
+  std::vector<std::string> args = {harness_path_};
+  args.insert(args.end(), harness_args.begin(), harness_args.end());
+  SandboxSpec spec = harness_sandbox_spec({.python = python_,
+                                           .job_dir = dir.string(),
+                                           .visible_device = visible_device_,
+                                           .run_as = run_as_,
+                                           .isolate_network = options_.isolate_network,
+                                           .wall_ms = wall_ms},
+                                          args);
+  std::vector<std::string> notes;
+  std::optional<SandboxResult> ran;
+  bool from_zygote = false;
+  pid_t zygote_pid = 0;
+  if (zygote_) {
+    const auto ready_by =
+        std::min(deadline, start + std::chrono::milliseconds(options_.zygote_ready_ms));
+    Status ready = zygote_->wait_ready(ready_by);
+    if (!ready) {
+      zygote_failed(ready.error().message);
+    } else {
+      ZygoteJob zj{
+          .argv = harness_args, .env = spec.env, .dir = dir.string(), .limits = spec.limits};
+      zj.limits.wall_ms =
+          std::max<std::int64_t>(1, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                        deadline - std::chrono::steady_clock::now())
+                                        .count());
+      zygote_pid = zygote_->pid();
+      Expected<SandboxResult> zr = zygote_->run(zj);
+      if (zr) {
+        ran = std::move(*zr);
+        from_zygote = true;
+        if (zygote_->ready()) {
+          zygote_restarts_ = 0;
+        } else {  // it answered for the job (a timeout), then failed: replace it
+          zygote_failed(zygote_->failure());
+        }
+      } else {
+        // The outcome is unknown and the job may have changed its directory: write it again
+        // from scratch and run the job in a fresh child.
+        zygote_failed(zr.error().message + " (the job was re-run in a fresh harness child)");
+        RETURN_IF_ERROR(write_job_dir(job, baseline, dir_str));
+      }
+    }
+  }
+  for (auto& n : zygote_notes_) notes.push_back(std::move(n));
+  zygote_notes_.clear();
+  if (!ran) {
+    // A fresh child gets what is left of the job's wall time; after a zygote failure during the
+    // job, a job without a deadline of its own gets the whole harness_wall_ms again, so that a
+    // zygote lost late in a job does not cost that job its verdict.
+    std::int64_t left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            deadline - std::chrono::steady_clock::now())
+                            .count();
+    if (zygote_pid != 0)
+      left = job.deadline_unix_ms > 0
+                 ? std::min(options_.bench.harness_wall_ms, job.deadline_unix_ms - now_unix_ms())
+                 : options_.bench.harness_wall_ms;
+    if (left <= 0)
+      return bench_error(ErrorCategory::kTimeout, "bench.deadline",
+                         "the request's deadline passed before the harness started");
+    spec.limits.wall_ms = left;
+    spec.limits.cpu_seconds = 4 * left / 1000 + 120;
+    ASSIGN_OR_RETURN(SandboxResult sr, run_sandboxed(spec));
+    ran = std::move(sr);
+  }
+  const SandboxResult& sr = *ran;
   BenchEvaluation e;
   e.wall_seconds = sr.wall_seconds;
   e.harness_output = tail(sr.output, 8000);
-  e.sandbox = std::string(run_as_ ? "uid " + std::to_string(run_as_->uid) : "caller's uid") +
-              (sr.network_isolated ? ", no network" : ", network not isolated") + ", wall limit " +
-              std::to_string(wall_ms) + " ms";
+  e.from_zygote = from_zygote;
+  e.sandbox =
+      std::string(run_as_ ? "uid " + std::to_string(run_as_->uid) : "caller's uid") +
+      (sr.network_isolated ? ", no network" : ", network not isolated") + ", wall limit " +
+      std::to_string(wall_ms) + " ms" +
+      (from_zygote ? ", forked from the harness zygote (pid " + std::to_string(zygote_pid) + ")"
+                   : ", fresh python");
   const std::string where = " (harness output: " + tail(sr.output, 1500) + ")";
   switch (sr.outcome) {
     case SandboxOutcome::kWallTimeout:
@@ -273,6 +425,7 @@ Expected<BenchEvaluation> BenchService::run_job(const BenchJob& job,
   ASSIGN_OR_RETURN(HarnessResult parsed, parse_harness_result(*text));
   if (!parsed.ok) return parsed.error->with_context("harness");
   e.harness = std::move(parsed);
+  for (auto& n : notes) e.harness.notes.push_back(std::move(n));
   e.result = std::move(e.harness.result);
   e.harness.result = BenchResult{};
   AuditRecord& a = e.result.audit;

@@ -13,6 +13,14 @@
 // wall-clock deadline, and a resident-memory watchdog inside the harness (an address-space limit
 // cannot bound a CUDA process). CUDA_VISIBLE_DEVICES names only this service's GPU.
 //
+// The harness child is forked from this service's pre-started harness (gpu_bench/harness_zygote.h:
+// one long-lived Python in the same sandbox, torch imported, CUDA not initialised) when
+// options.bench.harness_zygote is on (the default), else a fresh Python per request. When the
+// zygote fails around a job (killed or stopped by that job, or broken), the job's directory is
+// written again from scratch and the job re-run in a fresh Python child, so the verdict never
+// depends on the zygote; the zygote is restarted (at most zygote_max_restarts times in a row,
+// then this service stays on fresh children) and the evaluation's notes say what happened.
+//
 // Outcomes. A candidate that fails checks is an evaluation with reward tier -1 (and its failed
 // checks and violations). An Error means the evaluation could not run:
 //   bench.timeout (timeout: the harness passed its wall deadline: a hung kernel or task),
@@ -43,6 +51,7 @@
 #include "core/sandbox.h"
 #include "gpu_bench/bench_options.h"
 #include "gpu_bench/harness_protocol.h"
+#include "gpu_bench/harness_zygote.h"
 #include "gpu_bench/reward.h"
 #include "messages/bench_codec.h"
 #include "messages/compile_codec.h"
@@ -80,6 +89,15 @@ struct BenchServiceOptions {
   /// reference again, except for jobs with `overrides.remeasure_baselines` (final evaluations).
   /// Eager is still measured in every benchmark, interleaved with the candidate. Default: true.
   bool reuse_compile_baseline = true;
+  /// How long the first job may wait for the zygote to be ready (import torch, preload); past it
+  /// the job runs in a fresh child. Default: 120000 ms.
+  std::int64_t zygote_ready_ms = 120'000;
+  /// Zygote restarts in a row (without a job served in between) before this service stays on
+  /// fresh children. A zygote that refuses to serve (no torch, threads or CUDA before fork) is
+  /// not restarted. Default: 3.
+  int zygote_max_restarts = 3;
+  /// Grace period for the zygote's messages around a job (HarnessZygoteOptions). Default: 5000 ms.
+  std::int64_t zygote_message_grace_ms = 5'000;
 };
 
 /// Eager and torch.compile medians measured earlier for the same task, GPU, torch version and
@@ -114,6 +132,7 @@ struct BenchEvaluation {
   double wall_seconds = 0;     ///< the harness process, start to end
   std::string harness_output;  ///< the child's stdout/stderr, trimmed
   std::string sandbox;         ///< how the child was confined, in words
+  bool from_zygote = false;    ///< the harness child was forked from the zygote
 };
 
 class BenchService {
@@ -129,6 +148,10 @@ class BenchService {
   bool healthy() const;
   /// The harness script this service runs.
   const std::string& harness_path() const { return harness_path_; }
+  /// Whether jobs currently go to the zygote (on, started, not given up on).
+  bool zygote_enabled() const;
+  /// The zygote's ready message (JSON), empty until it is ready; for logs and benchmarks.
+  std::string zygote_info() const;
 
  private:
   BenchService(BenchServiceOptions options, std::string python, std::string harness_path);
@@ -136,6 +159,13 @@ class BenchService {
   Expected<BenchEvaluation> run_job(const BenchJob& job,
                                     const std::optional<CachedBaseline>& baseline,
                                     const std::string& dir);
+  /// Writes the job directory from scratch: model.py, solution.so, model_new.py, request.json.
+  Status write_job_dir(const BenchJob& job, const std::optional<CachedBaseline>& baseline,
+                       const std::string& dir);
+  /// Starts a zygote (not waiting for it) unless it is off or given up on; notes why not.
+  void start_zygote();
+  /// The zygote failed: note it, restart it within the bound.
+  void zygote_failed(const std::string& why);
 
   BenchServiceOptions options_;
   std::string python_;
@@ -147,6 +177,12 @@ class BenchService {
   std::uint64_t jobs_ = 0;
   /// torch.compile medians this service measured: task content hash + precision -> us.
   std::map<std::string, double> compile_memo_;
+  std::string zygote_script_;  ///< empty: no zygote (off, or zygote.py not found)
+  std::unique_ptr<HarnessZygote> zygote_;
+  int zygote_restarts_ = 0;  ///< restarts since the last job the zygote served
+  bool zygote_given_up_ = false;
+  std::uint64_t zygote_dirs_ = 0;
+  std::vector<std::string> zygote_notes_;  ///< for the next evaluation's notes
 };
 
 /// Fills the reward and speedups of `e` from its trials, checks and violations (with `cached`

@@ -1,6 +1,9 @@
 // BenchService against a fake harness (gpu_bench/testdata/fake_harness/harness.py: same files,
 // no torch, no GPU): request writing, result parsing, reward scoring, the audit record, error
-// mapping of crashes, hangs and bad results, and the health check after a fault. CPU only.
+// mapping of crashes, hangs and bad results, and the health check after a fault; each test once
+// with the harness zygote (gpu_bench/harness_zygote.h) and once with a fresh child per request.
+// Then the zygote itself: jobs that kill, stop or taint it, or leave their own process behind,
+// and the real harness preloaded in a zygote on the CPU torch of this machine. CPU only.
 #include "gpu_bench/bench_service.h"
 
 #include <gtest/gtest.h>
@@ -24,9 +27,10 @@ std::string source_dir() {
   return s ? s : ".";
 }
 
-class BenchServiceTest : public ::testing::Test {
+class BenchServiceTest : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
+    options_.bench.harness_zygote = GetParam();
     options_.harness_dir = source_dir() + "/gpu_bench/testdata/fake_harness";
     options_.bench.python =
         ::access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
@@ -69,7 +73,7 @@ class BenchServiceTest : public ::testing::Test {
   std::atomic<bool> gpu_broken_{false};
 };
 
-TEST_F(BenchServiceTest, FasterThanBothBaselinesIsTierThreeWithAnAuditRecord) {
+TEST_P(BenchServiceTest, FasterThanBothBaselinesIsTierThreeWithAnAuditRecord) {
   auto s = make();
   ASSERT_TRUE(s);
   auto e = s->evaluate(job("fast"));
@@ -94,7 +98,7 @@ TEST_F(BenchServiceTest, FasterThanBothBaselinesIsTierThreeWithAnAuditRecord) {
   EXPECT_EQ(health_checks_, 0);
 }
 
-TEST_F(BenchServiceTest, TiersFollowTheTimings) {
+TEST_P(BenchServiceTest, TiersFollowTheTimings) {
   auto s = make();
   ASSERT_TRUE(s);
   struct Case {
@@ -116,7 +120,7 @@ TEST_F(BenchServiceTest, TiersFollowTheTimings) {
   EXPECT_EQ(verify->result.reward.tier, 3);  // the fake times even in verify; the rule is pure
 }
 
-TEST_F(BenchServiceTest, FailedChecksAndViolationsAreResultsWithTierMinusOne) {
+TEST_P(BenchServiceTest, FailedChecksAndViolationsAreResultsWithTierMinusOne) {
   auto s = make();
   ASSERT_TRUE(s);
   auto e = s->evaluate(job("fail_check"));
@@ -132,7 +136,7 @@ TEST_F(BenchServiceTest, FailedChecksAndViolationsAreResultsWithTierMinusOne) {
   EXPECT_EQ(v->result.violations[0].rule, "forbidden_op");
 }
 
-TEST_F(BenchServiceTest, ContinuousRewardWhenConfigured) {
+TEST_P(BenchServiceTest, ContinuousRewardWhenConfigured) {
   options_.bench.reward = "continuous";
   auto s = make();
   ASSERT_TRUE(s);
@@ -141,7 +145,7 @@ TEST_F(BenchServiceTest, ContinuousRewardWhenConfigured) {
   EXPECT_NEAR(e->result.reward.continuous, std::log(2.0), 1e-9);
 }
 
-TEST_F(BenchServiceTest, RequestCarriesOverridesCachedBaselinesAndTheDevice) {
+TEST_P(BenchServiceTest, RequestCarriesOverridesCachedBaselinesAndTheDevice) {
   options_.device = 3;
   auto s = make();
   ASSERT_TRUE(s);
@@ -169,7 +173,25 @@ TEST_F(BenchServiceTest, RequestCarriesOverridesCachedBaselinesAndTheDevice) {
   EXPECT_EQ(e->result.reward.tier, 3);
 }
 
-TEST_F(BenchServiceTest, ReusesItsOwnCompileBaselineUnlessFinal) {
+TEST_P(BenchServiceTest, NonFinalEvaluationsMayUseFewerInputSetsFinalOnesNever) {
+  options_.bench.nonfinal_verify_input_sets = 2;
+  auto s = make();
+  ASSERT_TRUE(s);
+  auto sets = [&](bool final_eval, std::uint32_t asked) -> int {
+    BenchJob j = job("echo_request");
+    j.overrides.remeasure_baselines = final_eval;
+    j.overrides.verify_input_sets = asked;
+    auto e = s->evaluate(j);
+    EXPECT_TRUE(e) << e.error().to_string();
+    if (!e) return -1;
+    return nlohmann::json::parse(e->harness.notes.at(0))["options"]["verify_input_sets"];
+  };
+  EXPECT_EQ(sets(false, 0), 2);
+  EXPECT_EQ(sets(true, 0), 5);   // a final evaluation: the full set
+  EXPECT_EQ(sets(false, 7), 7);  // the request's own count wins
+}
+
+TEST_P(BenchServiceTest, ReusesItsOwnCompileBaselineUnlessFinal) {
   auto s = make();
   ASSERT_TRUE(s);
   auto reused = [](const BenchEvaluation& e) {
@@ -209,7 +231,7 @@ TEST_F(BenchServiceTest, ReusesItsOwnCompileBaselineUnlessFinal) {
   EXPECT_FALSE(reused(*off->evaluate(job("fast"))));
 }
 
-TEST_F(BenchServiceTest, HarnessErrorsAreTyped) {
+TEST_P(BenchServiceTest, HarnessErrorsAreTyped) {
   auto s = make();
   ASSERT_TRUE(s);
   auto t = s->evaluate(job("task_error"));
@@ -232,7 +254,7 @@ TEST_F(BenchServiceTest, HarnessErrorsAreTyped) {
   EXPECT_FALSE(s->evaluate(unknown));
 }
 
-TEST_F(BenchServiceTest, CrashIsATypedErrorAndTheGpuIsCheckedAfter) {
+TEST_P(BenchServiceTest, CrashIsATypedErrorAndTheGpuIsCheckedAfter) {
   auto s = make();
   ASSERT_TRUE(s);
   auto e = s->evaluate(job("crash"));
@@ -245,7 +267,7 @@ TEST_F(BenchServiceTest, CrashIsATypedErrorAndTheGpuIsCheckedAfter) {
   EXPECT_TRUE(s->evaluate(job("fast")));  // the service keeps serving
 }
 
-TEST_F(BenchServiceTest, HangIsKilledAtTheDeadline) {
+TEST_P(BenchServiceTest, HangIsKilledAtTheDeadline) {
   options_.bench.harness_wall_ms = 1000;
   auto s = make();
   ASSERT_TRUE(s);
@@ -256,7 +278,7 @@ TEST_F(BenchServiceTest, HangIsKilledAtTheDeadline) {
   EXPECT_EQ(health_checks_, 1);
 }
 
-TEST_F(BenchServiceTest, DeviceFaultWithAFailedHealthCheckStopsWorkUntilTheGpuRecovers) {
+TEST_P(BenchServiceTest, DeviceFaultWithAFailedHealthCheckStopsWorkUntilTheGpuRecovers) {
   auto s = make();
   ASSERT_TRUE(s);
   gpu_broken_ = true;
@@ -276,7 +298,7 @@ TEST_F(BenchServiceTest, DeviceFaultWithAFailedHealthCheckStopsWorkUntilTheGpuRe
   EXPECT_EQ(health_checks_, 3);
 }
 
-TEST_F(BenchServiceTest, MissingPythonOrHarnessIsUnavailable) {
+TEST_P(BenchServiceTest, MissingPythonOrHarnessIsUnavailable) {
   options_.bench.python = "/nonexistent/python3";
   auto a = BenchService::create(options_);
   ASSERT_FALSE(a);
@@ -287,6 +309,11 @@ TEST_F(BenchServiceTest, MissingPythonOrHarnessIsUnavailable) {
   ASSERT_FALSE(b);
   EXPECT_EQ(b.error().code, "bench.spawn");
 }
+
+INSTANTIATE_TEST_SUITE_P(HarnessStart, BenchServiceTest, ::testing::Values(true, false),
+                         [](const ::testing::TestParamInfo<bool>& i) {
+                           return std::string(i.param ? "Zygote" : "FreshChild");
+                         });
 
 TEST(ScoreEvaluation, NoChecksIsNotAPass) {
   BenchEvaluation e;

@@ -209,6 +209,29 @@ class Session:
                                % (type(e).__name__, e))
 
 
+class Phases:
+    """Seconds per phase of the correctness checks, summed over input sets, into the result's
+    breakdown_s as "checks.<phase>" ("recheck.<phase>" after timing; docs/formats/harness.md).
+    Each phase ends with a device-wide synchronise, so GPU work queued in one phase is not billed
+    to the next; a synchronise that fails (the candidate broke the context) is left to the checks
+    that follow, which report it as they always did."""
+
+    def __init__(self, result, key="checks"):
+        self.breakdown = result["breakdown_s"]
+        self.key = key
+        self.t = time.perf_counter()
+
+    def mark(self, name):
+        try:
+            torch.cuda.synchronize()
+        except Exception:  # noqa: BLE001 (a broken context: the checks after this report it)
+            pass
+        now = time.perf_counter()
+        key = self.key + "." + name
+        self.breakdown[key] = self.breakdown.get(key, 0.0) + (now - self.t)
+        self.t = now
+
+
 def clone_inputs(inputs):
     return [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
 
@@ -259,21 +282,25 @@ def aliased_outputs(outputs, inputs):
     return bad
 
 
-def verify_one(s, dev, seed, tag, poison, first, same_address_seed=None):
+def verify_one(s, dev, seed, tag, poison, first, same_address_seed=None, phase_key="checks"):
     """All correctness checks on one fresh input set. Returns False at the first failure.
 
     The candidate runs first, on poisoned memory, while no reference output for these inputs
     exists anywhere on the GPU (so there is nothing to find and copy, and nothing to reuse
     uninitialised); the reference runs after it, on its own copy of the inputs."""
+    ph = Phases(s.result, phase_key)
     orig = s.make_inputs(seed)
     ref_in = clone_inputs(orig)
     cand_in = clone_inputs(orig)
+    ph.mark("inputs")
     if poison:
         s.result["notes"].append("poisoned %d bytes of free GPU memory before candidate %s"
                                  % (dev.poison_free_memory(reserve_big_block=first), tag))
+        ph.mark("poison_reserve" if first else "poison")
     launches = launchers.launch_count()
     out, err, g = run_candidate_guarded(s, cand_in)
     launched = launchers.launch_count() - launches
+    ph.mark("candidate")
     for v in g.violations:
         s.result["violations"].append(v)
     if g.violations:
@@ -296,10 +323,12 @@ def verify_one(s, dev, seed, tag, poison, first, same_address_seed=None):
     with torch.no_grad():
         ref_out = s.ref(*ref_in)
     torch.cuda.synchronize()
+    ph.mark("reference")
     ref_mutates = any(isinstance(a, torch.Tensor) and not compare.same_bits(a, b)
                       for a, b in zip(ref_in, orig))
     checks, violations = compare.check_outputs(out, ref_out, s.options["tolerance_profile"],
                                                s.index, tag)
+    ph.mark("compare")
     s.result["checks"].extend(checks)
     s.result["violations"].extend(violations)
     if not all(c["passed"] for c in checks):
@@ -311,6 +340,7 @@ def verify_one(s, dev, seed, tag, poison, first, same_address_seed=None):
         s.violation("inputs_mutated", "the candidate changed input(s) %s %s" % (changed, tag))
     ok = s.check("inputs_unchanged" + tag, not changed,
                  "candidate changed input(s) %s" % changed if changed else "")
+    ph.mark("inputs_unchanged")
     if ok and same_address_seed is not None:
         # The outputs go back to the allocator first, so the candidate's next output can land at
         # the same address too (a memo keyed on input and output pointers then hits).
@@ -320,6 +350,7 @@ def verify_one(s, dev, seed, tag, poison, first, same_address_seed=None):
                 a.copy_(b)
         del out, ref_out
         ok = same_address_recheck(s, dev, cand_in, fresh, same_address_seed, poison)
+        ph.mark("same_address")
     return ok
 
 
@@ -360,6 +391,8 @@ def run(request, options, result, t0):
     except Exception as e:  # noqa: BLE001
         raise HarnessError("unavailable", "harness.no_gpu", "cuda:%d: %s" % (s.index, e))
     s.dev = dev
+    t_setup = time.perf_counter()
+    result["breakdown_s"]["cuda_init"] = t_setup - t_import
     result["versions"] = dev.versions()
     result["precision_flags"] = precision_flags(bool(options["allow_tf32"]))
     dev.disable_persisting_l2()
@@ -371,6 +404,7 @@ def run(request, options, result, t0):
         seeds.append(rng.getrandbits(63))
     result["seeds"] = seeds
     t_load = time.perf_counter()
+    result["breakdown_s"]["setup"] = t_load - t_setup
     ok = s.static_policy(source) and s.load_solution(source, dev.cudart)
     ok = ok and s.build_models(seeds[0])
     result["breakdown_s"]["load"] = time.perf_counter() - t_load
@@ -378,8 +412,17 @@ def run(request, options, result, t0):
     if ok:
         for i, seed in enumerate(seeds):
             last = i == len(seeds) - 1
-            if not verify_one(s, dev, seed, "[seed=%d]" % seed, bool(options["poison_memory"]),
-                              i == 0, rng.getrandbits(63) if last else None):
+            t_seed = time.perf_counter()
+            passed = verify_one(s, dev, seed, "[seed=%d]" % seed, bool(options["poison_memory"]),
+                                i == 0, rng.getrandbits(63) if last else None)
+            # The first input set pays every first use (kernels loaded, allocator grown): its own
+            # figure, and the others' mean.
+            key = "checks.first_set" if i == 0 else "checks.other_sets_mean"
+            took = time.perf_counter() - t_seed
+            if i > 0:
+                took = (result["breakdown_s"].get(key, 0.0) * (i - 1) + took) / i
+            result["breakdown_s"][key] = took
+            if not passed:
                 ok = False
                 break
     if ok and read_precision_flags() != result["precision_flags"]:

@@ -187,7 +187,8 @@ def benchmark(s, dev, rng):
         return s.check("l2_persistence", False, "persisting L2 was enabled during timing")
     t_re = time.perf_counter()
     seed = rng.getrandbits(63)
-    ok = evaluate.verify_one(s, dev, seed, "[recheck,seed=%d]" % seed, False, False)
+    ok = evaluate.verify_one(s, dev, seed, "[recheck,seed=%d]" % seed, False, False,
+                             phase_key="recheck")
     res["breakdown_s"]["recheck"] = time.perf_counter() - t_re
     summary = {name: _spread(v) for name, v in times.items()}
     speedups = {}

@@ -1,7 +1,9 @@
 """A test-only stand-in for gpu_bench/harness/harness.py (never installed): same command line,
 same request and result files (docs/formats/harness.md), no torch and no GPU. model_new.py's first
 line picks what it does: "# fake: <scenario>". Used by gpu_bench/bench_service_test.cpp to test
-result parsing, reward scoring and error mapping on CPU machines."""
+result parsing, reward scoring and error mapping on CPU machines, and (through `main(argv, t0)`,
+which gpu_bench/harness/zygote.py calls in each forked job) the harness zygote: jobs that kill,
+stop or taint the zygote or their own process."""
 
 import json
 import os
@@ -32,8 +34,25 @@ def timing(cand, eager, comp):
             "idle_overhead_us": 12.5, "compile_error": "" if comp else "no compiler"}
 
 
-def main():
-    args = sys.argv[1:]
+# Module state a job may change; the next job must see it pristine (it is forked from the zygote,
+# which never ran a job).
+TAINTED = []
+
+
+def parent_is_zygote():
+    try:
+        with open("/proc/%d/cmdline" % os.getppid(), "rb") as f:
+            return b"zygote.py" in f.read()
+    except OSError:
+        return False
+
+
+def fds():
+    return sorted(int(x) for x in os.listdir("/proc/self/fd"))
+
+
+def main(argv=None, t0=None):
+    args = sys.argv[1:] if argv is None else argv
     req_path = args[args.index("--request") + 1]
     res_path = args[args.index("--result") + 1]
     with open(req_path) as f:
@@ -87,6 +106,35 @@ def main():
         os.kill(os.getpid(), signal.SIGSEGV)
     elif scenario == "hang":
         time.sleep(600)
+    elif scenario == "hang_group":  # the main process ends; a child of its group hangs on
+        if os.fork() == 0:
+            time.sleep(600)
+            os._exit(0)
+        r["timing"] = timing(100.0, 200.0, 150.0)
+    elif scenario in ("kill_zygote", "stop_zygote", "tamper_kill_zygote"):
+        # Attacks on the zygote (only when forked from one: in a fresh child the parent is the
+        # worker itself, and the job is an honest "fast" one).
+        if parent_is_zygote():
+            if scenario == "tamper_kill_zygote":  # a re-run must not see this
+                os.remove(req["model_new_py"])  # read-only, but the directory is the job's
+                with open(req["model_new_py"], "w") as f:
+                    f.write("# fake: fail_check\n")
+            os.kill(os.getppid(), signal.SIGSTOP if scenario == "stop_zygote" else signal.SIGKILL)
+        r["timing"] = timing(100.0, 200.0, 150.0 if req["options"]["measure_compile"] else 0)
+        r["notes"] = ["zygote child" if parent_is_zygote() else "fresh child"]
+    elif scenario == "taint":  # changes what it can; the next job reports what it sees
+        TAINTED.append("by an earlier job")
+        os.environ["TAINT"] = "1"
+        sys.modules["taint_module"] = sys
+        r["notes"] = ["tainted"]
+    elif scenario == "echo_state":  # what a job starts with
+        r["notes"] = ["tainted=%s" % TAINTED, "env_taint=%s" % os.environ.get("TAINT", ""),
+                      "module=%s" % ("taint_module" in sys.modules),
+                      "cwd=%s" % os.getcwd(), "home=%s" % os.environ.get("HOME", ""),
+                      "tmpdir=%s" % os.environ.get("TMPDIR", ""),
+                      "fds=%s" % ",".join(str(x) for x in fds()),
+                      "own_group=%s" % (os.getpgid(0) == os.getpid()),
+                      "parent_is_zygote=%s" % parent_is_zygote()]
     elif scenario == "garbage":
         with open(res_path, "w") as f:
             f.write("{not json")
