@@ -126,7 +126,7 @@ int run_eval(const EvalArgs& a) {
     if (t) tasks.push_back(std::move(*t));
     return a.limit <= 0 || static_cast<std::int64_t>(tasks.size()) < a.limit;
   });
-  if (!scan.ok()) return report(scan.error());
+  if (!scan) return report(scan.error());
   if (tasks.empty())
     return report(bad("no tasks of suite '" + a.suite + "' in " + a.store +
                       " (import them with `cuda-agent tasks import`)"));
@@ -257,7 +257,7 @@ int run_eval(const EvalArgs& a) {
   std::printf("%s", render_markdown(summary, title).c_str());
   if (!a.report_dir.empty()) {
     Status w = write_reports(summary, rows, a.report_dir, title);
-    if (!w.ok()) return report(w.error());
+    if (!w) return report(w.error());
     std::printf("\nreports: %s/summary.md, summary.html, episodes.jsonl\n", a.report_dir.c_str());
   }
   if (g_interrupted)

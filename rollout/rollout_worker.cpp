@@ -129,7 +129,7 @@ Status RolloutWorker::write_durably(const StoreWrite& w, const std::string& what
     const auto left = std::chrono::duration_cast<Ms>(deadline - std::chrono::steady_clock::now());
     const Ms timeout = std::clamp(Ms(options_.store_ack_timeout_ms), Ms(1), std::max(left, Ms(1)));
     Status s = store_.write(w, timeout);  // a copy: a retry sends the same records again
-    if (s.ok()) return s;
+    if (s) return s;
     if (!worth_retrying(s.error()) || std::chrono::steady_clock::now() + pause >= deadline) {
       return s.error().with_context(what + " (after " + std::to_string(tries) + " tries)");
     }
@@ -193,7 +193,7 @@ JobResult RolloutWorker::run_job(const RunId& run, const RolloutJob& job,
     StoreWrite w;
     w.episodes.push_back(std::move(record));
     Status s = write_durably(w, "give up " + what);
-    if (!s.ok()) return fail(s.error());
+    if (!s) return fail(s.error());
     result.outcome = JobOutcome::kGivenUp;
     return result;
   }
@@ -211,7 +211,7 @@ JobResult RolloutWorker::run_job(const RunId& run, const RolloutJob& job,
     StoreWrite w;
     w.attempts.push_back(attempt);
     Status s = write_durably(w, "mark " + what + " in flight");
-    if (!s.ok()) return fail(s.error());
+    if (!s) return fail(s.error());
   }
   if (hooks.on_started) hooks.on_started(attempt);
 
@@ -252,7 +252,7 @@ JobResult RolloutWorker::run_job(const RunId& run, const RolloutJob& job,
   attempt.updated_unix_ms = now_unix_ms();
   w.attempts.push_back(attempt);
   Status s = write_durably(w, "store " + what);
-  if (!s.ok()) {
+  if (!s) {
     // Not acknowledged: the attempt stays `running` in the store; recovery aborts and reruns it.
     result.error = s.error();
     result.outcome =

@@ -239,7 +239,7 @@ TEST(RolloutWorker, PassingStoreErrorsAreRetriedAndAStoreThatStaysDownFailsByThe
   auto jobs = make_jobs(2);
   RolloutReport r2 = down.run(RunId{"run"}, {jobs[1]});
   ASSERT_EQ(r2.jobs[0].outcome, JobOutcome::kFailed);
-  EXPECT_NE(r2.jobs[0].error->message.find("store run/e1"), std::string::npos)
+  EXPECT_NE(r2.jobs[0].error->message.find("store episode run/e1"), std::string::npos)
       << r2.jobs[0].error->message;
   EXPECT_FALSE(tmp.store->get_episode_summary(RunId{"run"}, EpisodeId{"e1"}));
   auto e1 = std::vector<EpisodeAttemptRecord>{};
