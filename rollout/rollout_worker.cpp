@@ -219,11 +219,22 @@ JobResult RolloutWorker::run_job(const RunId& run, const RolloutJob& job,
       job.prepare ? job.prepare()
                   : Expected<PreparedEpisode>(make_error(ErrorCategory::kInvalidInput,
                                                          "rollout.job", what + " has no prepare"));
-  if (!prepared) return fail(prepared.error().with_context("prepare " + what));
+  // An attempt that could not start left nothing: it is aborted at once (best effort; if that
+  // write fails too, the next recovery aborts it).
+  auto abandon = [&](Error e) {
+    attempt.state = AttemptState::kAborted;
+    attempt.updated_unix_ms = now_unix_ms();
+    attempt.note = e.to_string();
+    StoreWrite w;
+    w.attempts.push_back(attempt);
+    (void)write_durably(w, "abort " + what);
+    return fail(std::move(e));
+  };
+  if (!prepared) return abandon(prepared.error().with_context("prepare " + what));
   EpisodeSpec spec = prepared->spec;
   if (!spec.policy || !spec.tools) {
-    return fail(make_error(ErrorCategory::kInvalidInput, "rollout.job",
-                           "prepare " + what + " gave no policy or no tools"));
+    return abandon(make_error(ErrorCategory::kInvalidInput, "rollout.job",
+                              "prepare " + what + " gave no policy or no tools"));
   }
   spec.episode_id = job.episode_id;
   spec.run_id = run;

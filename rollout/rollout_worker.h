@@ -24,7 +24,8 @@
 // store). run() then, per job: an episode already in the store is skipped (never run or written
 // twice); otherwise the next attempt number is 1 + the highest recorded one; past `max_attempts`
 // the episode is given up: an episode record with status aborted, reward 0 and an empty
-// trajectory is written, so final counts are exact and a later resume does not retry it.
+// trajectory is written, so final counts are exact and a later resume does not retry it. An
+// attempt whose episode cannot be prepared (no transcript, no endpoint) is aborted at once.
 // Because the episode record is unique per (run, episode) in the store, a lost worker that was
 // only slow cannot duplicate an episode: the second commit of different content is refused
 // (store.conflict) and reported as superseded.
@@ -57,8 +58,9 @@ struct RolloutWorkerOptions {
   std::int64_t concurrent_episodes = 4;
   /// Policy calls at once across this worker's episodes; 0: as many as concurrent_episodes.
   std::int64_t generation_slots = 0;
-  /// Attempts per episode, counting the first; an episode whose attempts all ended with their
-  /// worker lost is given up (stored as aborted). Default: 2.
+  /// Attempts per episode, counting the first; an episode whose attempts are all spent (their
+  /// worker lost, or the episode could not be prepared) is given up (stored as aborted).
+  /// Default: 2.
   std::uint32_t max_attempts = 2;
   /// Wait for one store acknowledgement. Default: 10 s.
   std::int64_t store_ack_timeout_ms = 10'000;

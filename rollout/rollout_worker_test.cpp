@@ -261,5 +261,30 @@ TEST(RolloutWorker, PassingStoreErrorsAreRetriedAndAStoreThatStaysDownFailsByThe
   EXPECT_EQ(faulty.writes.load() - before, 2);  // marker and one commit
 }
 
+TEST(RolloutWorker, AnEpisodeThatCannotBePreparedIsAbortedAtOnceAndRerunLater) {
+  (void)setup_logging({.level = "error"});
+  TempStore tmp;
+  RunStoreRollout store(*tmp.store);
+  auto jobs = make_jobs(1);
+  auto good = jobs[0].prepare;
+  jobs[0].prepare = []() -> Expected<PreparedEpisode> {
+    return make_error(ErrorCategory::kNotFound, "policy.transcript", "no transcript for e0");
+  };
+  RolloutWorker worker(store, {.worker_id = WorkerId{"w"}});
+  RolloutReport r = worker.run(RunId{"run"}, jobs);
+  ASSERT_EQ(r.jobs[0].outcome, JobOutcome::kFailed);
+  EXPECT_NE(r.jobs[0].error->message.find("prepare episode run/e0"), std::string::npos);
+  auto a = attempts(*tmp.store, "run");
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].state, AttemptState::kAborted);
+  EXPECT_NE(a[0].note.find("no transcript for e0"), std::string::npos);
+
+  jobs[0].prepare = good;
+  RolloutReport again = worker.run(RunId{"run"}, jobs);
+  EXPECT_EQ(again.jobs[0].outcome, JobOutcome::kAcknowledged);
+  EXPECT_EQ(again.jobs[0].attempt, 2u);
+  expect_trajectory(*tmp.store, "run", 0);
+}
+
 }  // namespace
 }  // namespace cuda_agent
