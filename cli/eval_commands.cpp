@@ -58,6 +58,7 @@ struct EvalArgs {
   std::int64_t gpu = 0;
   std::int64_t concurrency = 1;
   std::int64_t max_attempts = 2;
+  bool token_ids = false;
 };
 
 std::atomic<bool> g_interrupted{false};
@@ -77,7 +78,8 @@ Expected<std::unique_ptr<PolicyBackend>> make_policy(const EvalArgs& a, const Ta
   }
   if (a.policy.rfind("openai:", 0) == 0) {
     if (a.model.empty()) return bad("--policy openai:URL needs --model NAME");
-    auto r = OpenAiPolicy::create({.base_url = a.policy.substr(7), .model = a.model});
+    auto r = OpenAiPolicy::create(
+        {.base_url = a.policy.substr(7), .model = a.model, .request_token_ids = a.token_ids});
     if (!r) return r.error();
     return std::unique_ptr<PolicyBackend>(std::move(*r));
   }
@@ -295,6 +297,9 @@ void add_eval_commands(CLI::App& app, CommandResult& result) {
                    "episodes run at once (an episode waiting on compile or bench holds no "
                    "generation slot)")
       ->check(CLI::Range(1, 4096));
+  eval->add_flag("--token-ids", a->token_ids,
+                 "openai:URL: ask for the sampled token ids and logprobs (vLLM's "
+                 "return_tokens_as_token_ids), so trajectories are token-in-token-out");
   eval->add_option("--max-attempts", a->max_attempts,
                    "attempts per episode when a run is killed with it in flight; past them it is "
                    "stored as aborted")
