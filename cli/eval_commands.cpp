@@ -1,17 +1,22 @@
 // `cuda-agent eval --tasks SUITE --store DIR --policy replay:FILE|openai:URL`: episodes over a
 // task set on this machine (embedded compile farm, the local GPU's bench), every episode and final
 // evaluation kept in the run store, and CUDA Agent's Table 1 summary printed and exported
-// (rollout/eval_summary.h). Interrupted runs resume: an episode already in the store for this run
-// is not run again, its stored final evaluation counts.
+// (rollout/eval_summary.h). Episodes run through the rollout worker (rollout/rollout_worker.h),
+// --concurrency at once; each is counted once the store acknowledged it. Interrupted or killed
+// runs resume with the same --run-id: an episode already in the store is not run again (its stored
+// final evaluation counts), and the attempts a killed run left in flight are marked aborted and
+// rerun, up to --max-attempts per episode (then stored as aborted).
 //
 // Exit codes: 0 the run finished; 1 an episode or the store failed; 2 bad input (no tasks, a bad
 // policy spec, no GPU).
+#include <unistd.h>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -30,6 +35,7 @@
 #include "rollout/local_bench.h"
 #include "rollout/openai_policy.h"
 #include "rollout/replay_policy.h"
+#include "rollout/rollout_worker.h"
 #include "storage/run_store.h"
 #include "tasks/task.h"
 
@@ -50,6 +56,9 @@ struct EvalArgs {
   std::int64_t max_turns = 0;
   std::int64_t limit = 0;
   std::int64_t gpu = 0;
+  std::int64_t concurrency = 1;
+  std::int64_t max_attempts = 2;
+  bool token_ids = false;
 };
 
 std::atomic<bool> g_interrupted{false};
@@ -69,7 +78,8 @@ Expected<std::unique_ptr<PolicyBackend>> make_policy(const EvalArgs& a, const Ta
   }
   if (a.policy.rfind("openai:", 0) == 0) {
     if (a.model.empty()) return bad("--policy openai:URL needs --model NAME");
-    auto r = OpenAiPolicy::create({.base_url = a.policy.substr(7), .model = a.model});
+    auto r = OpenAiPolicy::create(
+        {.base_url = a.policy.substr(7), .model = a.model, .request_token_ids = a.token_ids});
     if (!r) return r.error();
     return std::unique_ptr<PolicyBackend>(std::move(*r));
   }
@@ -118,7 +128,7 @@ int run_eval(const EvalArgs& a) {
     if (t) tasks.push_back(std::move(*t));
     return a.limit <= 0 || static_cast<std::int64_t>(tasks.size()) < a.limit;
   });
-  if (!scan.ok()) return report(scan.error());
+  if (!scan) return report(scan.error());
   if (tasks.empty())
     return report(bad("no tasks of suite '" + a.suite + "' in " + a.store +
                       " (import them with `cuda-agent tasks import`)"));
@@ -148,98 +158,108 @@ int run_eval(const EvalArgs& a) {
   Progress progress({.label = "eval " + a.suite,
                      .total = static_cast<std::uint64_t>(tasks.size()) *
                               static_cast<std::uint64_t>(a.episodes_per_task)});
+  // The store's writer lock is ours: whoever left attempts in flight in this run is gone.
+  RunStoreRollout rollout_store(**store);
+  RolloutWorker worker(rollout_store, {.worker_id = WorkerId{"eval-" + std::to_string(::getpid()) +
+                                                             "-" + std::to_string(now_unix_ms())},
+                                       .concurrent_episodes = a.concurrency,
+                                       .max_attempts = static_cast<std::uint32_t>(a.max_attempts)});
+  auto recovered = worker.recover(run, worker.all_others_lost());
+  if (!recovered) return report(recovered.error());
+  for (const EpisodeAttemptRecord& lost : recovered->aborted)
+    log_warn("an interrupted run left this episode in flight; its attempt is aborted",
+             {{"episode", lost.episode_id.value()}, {"attempt", std::to_string(lost.attempt)}});
+
+  const FarmBuildSettings farm_options{.target_arch = manifest.compile.target_arch,
+                                       .library_policy = manifest.compile.library_policy == "pure"
+                                                             ? LibraryPolicy::kPure
+                                                             : LibraryPolicy::kDefault};
+  std::vector<RolloutJob> jobs;
+  std::vector<const Task*> job_task;
+  for (const Task& task : tasks) {
+    for (std::int64_t k = 0; k < a.episodes_per_task; ++k) {
+      const EpisodeId id{task.id.value() + "#" + std::to_string(k)};
+      jobs.push_back({.episode_id = id,
+                      .task_id = task.id,
+                      .evaluation_id = EvaluationId{run.value() + "/" + id.value()},
+                      .prepare = [&, t = &task]() -> Expected<PreparedEpisode> {
+                        ASSIGN_OR_RETURN(std::unique_ptr<PolicyBackend> policy, make_policy(a, *t));
+                        PreparedEpisode p;
+                        p.policy = std::move(policy);
+                        p.tools = std::make_unique<FarmEvaluationTools>(
+                            **client, farm_options, local_bench_evaluator(bench, t->id.value()));
+                        p.spec.model_py = t->source;
+                        p.spec.policy = p.policy.get();
+                        p.spec.tools = p.tools.get();
+                        p.spec.budgets = {.max_turns = max_turns,
+                                          .max_context_tokens = manifest.rollout.max_context_tokens,
+                                          .wall_ms = manifest.rollout.episode_wall_ms};
+                        p.spec.temperature = manifest.rollout.temperature;
+                        p.spec.top_p = manifest.rollout.top_p;
+                        p.spec.max_new_tokens_per_turn = manifest.rollout.max_new_tokens_per_turn;
+                        return p;
+                      }});
+      job_task.push_back(&task);
+    }
+  }
+  std::mutex progress_mu;  // Progress is driven by one thread at a time; hooks run on many
+  RolloutHooks hooks{.on_finished = [&](const JobResult& r) {
+    if (r.outcome == JobOutcome::kFailed || r.outcome == JobOutcome::kSuperseded)
+      log_error(*r.error, {{"episode", r.episode_id.value()}});
+    std::lock_guard lock(progress_mu);
+    if (r.outcome != JobOutcome::kNotStarted) progress.advance(1);
+  }};
+  const RolloutReport ran = worker.run(run, jobs, hooks, &g_interrupted);
+
   std::vector<EvalEpisodeResult> results;
   std::vector<nlohmann::json> rows;
   int failures = 0;
-  for (const Task& task : tasks) {
-    for (std::int64_t k = 0; k < a.episodes_per_task && !g_interrupted; ++k) {
-      const EpisodeId id{task.id.value() + "#" + std::to_string(k)};
-      const EvaluationId eval_id{run.value() + "/" + id.value()};
-      EvalEpisodeResult result{.task_id = task.id.value(), .subset = subset_of(task)};
-      if (auto done = (*store)->get_evaluation(eval_id)) {  // resume: already evaluated
-        result.correct = done->verified;
-        result.reward_tier = static_cast<int>(done->reward);
-        result.speedup_vs_eager = done->speedup_vs_eager;
-        result.speedup_vs_compile = done->speedup_vs_compile;
-        results.push_back(result);
-        progress.advance(1);
-        continue;
-      }
-      auto policy = make_policy(a, task);
-      if (!policy) return report(policy.error());
-      FarmEvaluationTools tools(
-          **client,
-          {.target_arch = manifest.compile.target_arch,
-           .library_policy = manifest.compile.library_policy == "pure" ? LibraryPolicy::kPure
-                                                                       : LibraryPolicy::kDefault},
-          local_bench_evaluator(bench, task.id.value()));
-      EpisodeSpec spec{.episode_id = id,
-                       .run_id = run,
-                       .task_id = task.id,
-                       .model_py = task.source,
-                       .policy = policy->get(),
-                       .tools = &tools};
-      spec.budgets.max_turns = max_turns;
-      spec.budgets.max_context_tokens = manifest.rollout.max_context_tokens;
-      spec.budgets.wall_ms = manifest.rollout.episode_wall_ms;
-      spec.temperature = manifest.rollout.temperature;
-      spec.top_p = manifest.rollout.top_p;
-      spec.max_new_tokens_per_turn = manifest.rollout.max_new_tokens_per_turn;
-      EvaluationOutcome outcome;
-      Episode e = run_episode(spec, &outcome);
-      result.correct = outcome.correct;
-      result.reward_tier = static_cast<int>(e.final_reward);
-      result.speedup_vs_eager = outcome.speedup_vs_eager;
-      result.speedup_vs_compile = outcome.speedup_vs_compile;
-
-      EpisodeRecord record;
-      record.episode_id = e.episode_id;
-      record.run_id = e.run_id;
-      record.task_id = e.task_id;
-      record.stage = e.stage;
-      record.status = e.status;
-      record.final_reward = e.final_reward;
-      record.turns = e.counters.turns;
-      record.invalid_tool_calls = e.counters.invalid_tool_calls;
-      record.wasted_loops = e.counters.wasted_loops;
-      record.total_tokens = e.counters.tokens;
-      record.created_unix_ms = e.ended_unix_ms;
-      record.trajectory_bytes = encode_episode(e);
-      StoreWrite w;
-      w.episodes.push_back(std::move(record));
-      w.evaluations.push_back({.evaluation_id = eval_id,
-                               .run_id = run,
-                               .task_id = task.id,
-                               .episode_id = id,
-                               .reward = e.final_reward,
-                               .verified = outcome.correct,
-                               .speedup_vs_eager = outcome.speedup_vs_eager,
-                               .speedup_vs_compile = outcome.speedup_vs_compile,
-                               .created_unix_ms = now_unix_ms()});
-      Status stored = (*store)->write(std::move(w), std::chrono::seconds(60));
-      if (!stored.ok()) {
-        log_error(stored.error(), {{"episode", id.value()}});
-        ++failures;
-      }
-      rows.push_back({{"episode", id.value()},
-                      {"task", task.id.value()},
-                      {"status", std::string(to_string(e.status))},
-                      {"reward", e.final_reward},
-                      {"correct", outcome.correct},
-                      {"speedup_vs_eager", outcome.speedup_vs_eager},
-                      {"speedup_vs_compile", outcome.speedup_vs_compile},
-                      {"turns", e.counters.turns},
-                      {"invalid_tool_calls", e.counters.invalid_tool_calls}});
-      results.push_back(result);
-      progress.advance(1);
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    const JobResult& r = ran.jobs[i];
+    const Task& task = *job_task[i];
+    EvalEpisodeResult result{.task_id = task.id.value(), .subset = subset_of(task)};
+    switch (r.outcome) {
+      case JobOutcome::kNotStarted: continue;
+      case JobOutcome::kFailed:
+      case JobOutcome::kSuperseded: ++failures; continue;
+      case JobOutcome::kAlreadyStored:
+      case JobOutcome::kGivenUp:
+        result.reward_tier = static_cast<int>(r.summary.final_reward);
+        if (auto done = (*store)->get_evaluation(*jobs[i].evaluation_id)) {
+          result.correct = done->verified;
+          result.reward_tier = static_cast<int>(done->reward);
+          result.speedup_vs_eager = done->speedup_vs_eager;
+          result.speedup_vs_compile = done->speedup_vs_compile;
+        }
+        break;
+      case JobOutcome::kAcknowledged:
+        result.correct = r.final_outcome.correct;
+        result.reward_tier = static_cast<int>(r.summary.final_reward);
+        result.speedup_vs_eager = r.final_outcome.speedup_vs_eager;
+        result.speedup_vs_compile = r.final_outcome.speedup_vs_compile;
+        break;
     }
+    if (r.outcome != JobOutcome::kAlreadyStored) {
+      rows.push_back({{"episode", r.episode_id.value()},
+                      {"task", task.id.value()},
+                      {"status", std::string(to_string(r.summary.status))},
+                      {"outcome", std::string(to_string(r.outcome))},
+                      {"attempt", r.attempt},
+                      {"reward", r.summary.final_reward},
+                      {"correct", result.correct},
+                      {"speedup_vs_eager", result.speedup_vs_eager},
+                      {"speedup_vs_compile", result.speedup_vs_compile},
+                      {"turns", r.summary.turns},
+                      {"invalid_tool_calls", r.summary.invalid_tool_calls}});
+    }
+    results.push_back(result);
   }
   const EvalSummary summary = summarize(results);
   const std::string title = "cuda-agent eval " + a.suite + " (" + run.value() + ")";
   std::printf("%s", render_markdown(summary, title).c_str());
   if (!a.report_dir.empty()) {
     Status w = write_reports(summary, rows, a.report_dir, title);
-    if (!w.ok()) return report(w.error());
+    if (!w) return report(w.error());
     std::printf("\nreports: %s/summary.md, summary.html, episodes.jsonl\n", a.report_dir.c_str());
   }
   if (g_interrupted)
@@ -273,6 +293,17 @@ void add_eval_commands(CLI::App& app, CommandResult& result) {
                    "write summary.md, summary.html and episodes.jsonl here");
   eval->add_option("--manifest", a->manifest, "read [compile], [bench], [rollout] from it");
   eval->add_option("--gpu", a->gpu, "CUDA device index of the bench");
+  eval->add_option("--concurrency", a->concurrency,
+                   "episodes run at once (an episode waiting on compile or bench holds no "
+                   "generation slot)")
+      ->check(CLI::Range(1, 4096));
+  eval->add_flag("--token-ids", a->token_ids,
+                 "openai:URL: ask for the sampled token ids and logprobs (vLLM's "
+                 "return_tokens_as_token_ids), so trajectories are token-in-token-out");
+  eval->add_option("--max-attempts", a->max_attempts,
+                   "attempts per episode when a run is killed with it in flight; past them it is "
+                   "stored as aborted")
+      ->check(CLI::Range(1, 100));
   eval->callback([a, &result] { result.exit_code = run_eval(*a); });
 }
 

@@ -27,6 +27,7 @@ enum RecordKind {
   run @8;             # Run
   checkpoint @9;      # Checkpoint
   metric @10;         # Metric
+  episodeAttempt @11; # EpisodeAttempt
 }
 
 # Key "store_header" of the default column family: marks a directory as a cuda-agent run store.
@@ -144,4 +145,28 @@ struct Metric {
   step @2 :UInt64;          # learner step; also in the key
   value @3 :Float64;        # the value
   unixMs @4 :Int64;         # when recorded, ms since the Unix epoch (UTC); the TTL is counted from it
+}
+
+# Where one attempt at an episode stands. An attempt is written `running` before its episode
+# starts, and `committed` in the same atomic write as the episode record; recovery marks the
+# `running` attempts of a lost worker `aborted`.
+enum AttemptState {
+  running @0;    # started, not yet acknowledged: in flight (or its worker was lost)
+  committed @1;  # its episode record was written in the same batch
+  aborted @2;    # its worker was lost before the episode was acknowledged; nothing was kept
+}
+
+# Column family "attempts": one attempt of a rollout worker at one episode, keyed by run,
+# episode and attempt number. Overwritten as the attempt moves on (running -> committed or
+# aborted); never rewrites the episode record itself.
+struct EpisodeAttempt {
+  runId @0 :Text;           # the run
+  episodeId @1 :Text;       # the episode attempted
+  attempt @2 :UInt32;       # 1 for the first attempt, counting up; also in the key
+  taskId @3 :Text;          # the task of the episode
+  workerId @4 :Text;        # the rollout worker that ran it
+  state @5 :AttemptState;   # where it stands
+  startedUnixMs @6 :Int64;  # when the attempt started, ms since the Unix epoch (UTC)
+  updatedUnixMs @7 :Int64;  # last change of this record
+  note @8 :Text;            # why it was aborted (or empty)
 }

@@ -184,6 +184,21 @@ std::string encode_store_value(const MetricRecord& v) {
   return finish(m, StoreRecordKind::kMetric);
 }
 
+std::string encode_store_value(const EpisodeAttemptRecord& v) {
+  capnp::MallocMessageBuilder m;
+  auto b = m.initRoot<ws::EpisodeAttempt>();
+  b.setRunId(text(v.run_id.value()));
+  b.setEpisodeId(text(v.episode_id.value()));
+  b.setAttempt(v.attempt);
+  b.setTaskId(text(v.task_id.value()));
+  b.setWorkerId(text(v.worker_id.value()));
+  b.setState(static_cast<ws::AttemptState>(v.state));
+  b.setStartedUnixMs(v.started_unix_ms);
+  b.setUpdatedUnixMs(v.updated_unix_ms);
+  b.setNote(text(v.note));
+  return finish(m, StoreRecordKind::kEpisodeAttempt);
+}
+
 Status decode_store_value(std::string_view bytes, StoreHeader* out) {
   return read_value<ws::StoreHeader>(bytes, StoreRecordKind::kStoreHeader, [&](auto r) {
     out->magic = str(r.getMagic());
@@ -286,6 +301,29 @@ Status decode_store_value(std::string_view bytes, MetricRecord* out) {
     out->step = r.getStep();
     out->value = r.getValue();
     out->unix_ms = r.getUnixMs();
+  });
+}
+
+std::string to_string(AttemptState state) {
+  switch (state) {
+    case AttemptState::kRunning: return "running";
+    case AttemptState::kCommitted: return "committed";
+    case AttemptState::kAborted: return "aborted";
+  }
+  return "state_" + std::to_string(static_cast<int>(state));
+}
+
+Status decode_store_value(std::string_view bytes, EpisodeAttemptRecord* out) {
+  return read_value<ws::EpisodeAttempt>(bytes, StoreRecordKind::kEpisodeAttempt, [&](auto r) {
+    out->run_id = RunId{str(r.getRunId())};
+    out->episode_id = EpisodeId{str(r.getEpisodeId())};
+    out->attempt = r.getAttempt();
+    out->task_id = TaskId{str(r.getTaskId())};
+    out->worker_id = WorkerId{str(r.getWorkerId())};
+    out->state = static_cast<AttemptState>(r.getState());
+    out->started_unix_ms = r.getStartedUnixMs();
+    out->updated_unix_ms = r.getUpdatedUnixMs();
+    out->note = str(r.getNote());
   });
 }
 

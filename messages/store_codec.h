@@ -59,6 +59,7 @@ enum class StoreRecordKind : std::uint8_t {
   kRun = 8,
   kCheckpoint = 9,
   kMetric = 10,
+  kEpisodeAttempt = 11,
 };
 std::string_view to_string(StoreRecordKind kind);
 
@@ -187,6 +188,30 @@ struct MetricRecord {
   std::int64_t unix_ms = 0;  ///< the metrics TTL counts from here
 };
 
+/// Where one attempt at an episode stands (store.capnp AttemptState).
+enum class AttemptState : std::uint8_t {
+  kRunning = 0,    ///< started, not acknowledged: in flight, or its worker was lost
+  kCommitted = 1,  ///< its episode record was written in the same atomic write
+  kAborted = 2,    ///< its worker was lost first; the attempt left nothing
+};
+/// "running", "committed", "aborted" (or "state_<n>" for a newer value).
+std::string to_string(AttemptState state);
+
+/// One rollout worker's attempt at one episode; keyed by (run, episode, attempt). A separate
+/// record from the episode, so marking an attempt in flight or aborted never rewrites (and never
+/// conflicts with) an acknowledged episode record.
+struct EpisodeAttemptRecord {
+  RunId run_id;
+  EpisodeId episode_id;
+  std::uint32_t attempt = 1;  ///< 1 for the first attempt, counting up
+  TaskId task_id;
+  WorkerId worker_id;
+  AttemptState state = AttemptState::kRunning;
+  std::int64_t started_unix_ms = 0;
+  std::int64_t updated_unix_ms = 0;
+  std::string note;  ///< why it was aborted; empty otherwise
+};
+
 /// Encoders: prefix + packed message. Encoding an EpisodeRecord sets trajectorySize itself.
 std::string encode_store_value(const StoreHeader& v);
 std::string encode_store_value(const EpisodeSummary& v);
@@ -198,6 +223,7 @@ std::string encode_store_value(const EvaluationRecord& v);
 std::string encode_store_value(const RunRecord& v);
 std::string encode_store_value(const CheckpointRecord& v);
 std::string encode_store_value(const MetricRecord& v);
+std::string encode_store_value(const EpisodeAttemptRecord& v);
 
 /// Decoders: check the prefix (magic, version, kind, size), then read the message.
 Status decode_store_value(std::string_view bytes, StoreHeader* out);
@@ -210,6 +236,7 @@ Status decode_store_value(std::string_view bytes, EvaluationRecord* out);
 Status decode_store_value(std::string_view bytes, RunRecord* out);
 Status decode_store_value(std::string_view bytes, CheckpointRecord* out);
 Status decode_store_value(std::string_view bytes, MetricRecord* out);
+Status decode_store_value(std::string_view bytes, EpisodeAttemptRecord* out);
 
 /// The kind and version of a value's prefix without decoding it (for diagnostics and tools).
 struct StoreValuePrefix {

@@ -95,6 +95,40 @@ TEST(StoreCodec, OtherRecordsRoundTrip) {
   EXPECT_EQ(h2.magic, kStoreMagic);
 }
 
+TEST(StoreCodec, EpisodeAttemptRoundTripsEveryField) {
+  EpisodeAttemptRecord a;
+  a.run_id = RunId{"r"};
+  a.episode_id = EpisodeId{"e7"};
+  a.attempt = 3;
+  a.task_id = TaskId{"t/1"};
+  a.worker_id = WorkerId{"host:12:99"};
+  a.state = AttemptState::kAborted;
+  a.started_unix_ms = 11;
+  a.updated_unix_ms = 22;
+  a.note = "worker host:12:99 lost";
+  const std::string v = encode_store_value(a);
+  auto prefix = read_store_value_prefix(v);
+  ASSERT_TRUE(prefix);
+  EXPECT_EQ(prefix->kind, StoreRecordKind::kEpisodeAttempt);
+  EpisodeAttemptRecord b;
+  ASSERT_TRUE(decode_store_value(v, &b));
+  EXPECT_EQ(b.run_id, a.run_id);
+  EXPECT_EQ(b.episode_id, a.episode_id);
+  EXPECT_EQ(b.attempt, 3u);
+  EXPECT_EQ(b.task_id, a.task_id);
+  EXPECT_EQ(b.worker_id, a.worker_id);
+  EXPECT_EQ(b.state, AttemptState::kAborted);
+  EXPECT_EQ(b.started_unix_ms, 11);
+  EXPECT_EQ(b.updated_unix_ms, 22);
+  EXPECT_EQ(b.note, a.note);
+  EXPECT_EQ(to_string(b.state), "aborted");
+  // Another kind's value is refused, naming both kinds.
+  MetricRecord m;
+  Status s = decode_store_value(v, &m);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.error().message.find("holds a record of kind EpisodeAttempt"), std::string::npos);
+}
+
 TEST(StoreCodec, PrefixCarriesMagicVersionKindAndSize) {
   std::string v = encode_store_value(sample_episode(64));
   EXPECT_EQ(v.substr(0, 4), "CARS");

@@ -140,6 +140,7 @@ std::string_view to_string(StoreRecordKind kind) {
     case StoreRecordKind::kRun: return "Run";
     case StoreRecordKind::kCheckpoint: return "Checkpoint";
     case StoreRecordKind::kMetric: return "Metric";
+    case StoreRecordKind::kEpisodeAttempt: return "EpisodeAttempt";
   }
   return "unknown_kind";
 }

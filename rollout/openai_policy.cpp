@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -44,7 +45,8 @@ std::string server_message(const std::string& body) {
 
 }  // namespace
 
-std::string openai_request_body(const std::string& model, const PolicyRequest& request) {
+std::string openai_request_body(const std::string& model, const PolicyRequest& request,
+                                bool request_token_ids) {
   json messages = json::array();
   // Positional tool-call ids: the k-th tool message after an assistant turn answers its k-th call.
   std::string pending_prefix;
@@ -86,6 +88,10 @@ std::string openai_request_body(const std::string& model, const PolicyRequest& r
                {"top_p", request.top_p},
                {"max_tokens", request.max_new_tokens}};
   if (request.seed != 0) body["seed"] = request.seed;
+  if (request_token_ids) {
+    body["logprobs"] = true;
+    body["return_tokens_as_token_ids"] = true;
+  }
   if (!request.tools.empty()) {
     json tools = json::array();
     for (const PolicyTool& t : request.tools) {
@@ -151,6 +157,37 @@ Expected<PolicyTurn> parse_openai_reply(const std::string& body) {
       turn.completion_tokens = u["completion_tokens"].get<std::int64_t>();
   }
   if (j.contains("model") && j["model"].is_string()) turn.policy_version = j["model"];
+  if (choice.contains("logprobs") && choice["logprobs"].is_object() &&
+      choice["logprobs"].contains("content") && !choice["logprobs"]["content"].is_null()) {
+    const json& content = choice["logprobs"]["content"];
+    if (!content.is_array()) return malformed("choices[0].logprobs.content", "is not an array");
+    std::vector<std::int32_t> ids;
+    std::vector<float> logprobs;
+    bool all_ids = true;
+    for (std::size_t k = 0; k < content.size(); ++k) {
+      const std::string path = "choices[0].logprobs.content[" + std::to_string(k) + "]";
+      const json& t = content[k];
+      if (!t.is_object() || !t.contains("token") || !t["token"].is_string())
+        return malformed(path + ".token", "is missing or not text");
+      if (!t.contains("logprob") || !t["logprob"].is_number())
+        return malformed(path + ".logprob", "is missing or not a number");
+      const std::string token = t["token"].get<std::string>();
+      constexpr std::string_view kPrefix = "token_id:";
+      char* end = nullptr;
+      const long id =
+          token.rfind(kPrefix, 0) == 0 ? std::strtol(token.c_str() + kPrefix.size(), &end, 10) : -1;
+      if (id < 0 || id > INT32_MAX || !end || *end != '\0' || token.size() == kPrefix.size()) {
+        all_ids = false;  // token text: the server has no token-id extension
+        break;
+      }
+      ids.push_back(static_cast<std::int32_t>(id));
+      logprobs.push_back(t["logprob"].get<float>());
+    }
+    if (all_ids && !ids.empty()) {
+      turn.token_ids = std::move(ids);
+      turn.logprobs = std::move(logprobs);
+    }
+  }
   return turn;
 }
 
@@ -179,7 +216,7 @@ std::string OpenAiPolicy::describe() const {
 
 Expected<PolicyTurn> OpenAiPolicy::next(const PolicyRequest& request) {
   const std::string url = options_.base_url + "/chat/completions";
-  const std::string body = openai_request_body(options_.model, request);
+  const std::string body = openai_request_body(options_.model, request, options_.request_token_ids);
   std::vector<std::string> headers;
   if (!api_key_.empty()) headers.push_back("Authorization: Bearer " + api_key_);
   const std::int64_t deadline =

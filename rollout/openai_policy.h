@@ -39,6 +39,11 @@ struct OpenAiPolicyOptions {
   std::int64_t max_attempts = 5;
   std::int64_t backoff_initial_ms = 500;
   std::int64_t backoff_max_ms = 30'000;
+  /// Asks for the sampled token ids and their logprobs (`logprobs: true` and vLLM's
+  /// `return_tokens_as_token_ids: true`), so the turn is token-in-token-out without
+  /// re-tokenizing text. A server without that extension sends token text ("def"), not
+  /// "token_id:N": the turn then has no ids. Default: false (hosted APIs reject the extension).
+  bool request_token_ids = false;
 };
 
 class OpenAiPolicy final : public PolicyBackend {
@@ -55,10 +60,13 @@ class OpenAiPolicy final : public PolicyBackend {
   std::string api_key_;
 };
 
-/// The request body for `request` (exposed for tests and for logging what was sent).
-std::string openai_request_body(const std::string& model, const PolicyRequest& request);
+/// The request body for `request` (exposed for tests and for logging what was sent);
+/// `request_token_ids` as in OpenAiPolicyOptions.
+std::string openai_request_body(const std::string& model, const PolicyRequest& request,
+                                bool request_token_ids = false);
 
-/// Reads a chat-completions reply body. Errors: "policy.malformed_reply".
+/// Reads a chat-completions reply body. `choices[0].logprobs.content`, when every entry's token
+/// is vLLM's "token_id:N", gives token_ids and logprobs. Errors: "policy.malformed_reply".
 Expected<PolicyTurn> parse_openai_reply(const std::string& body);
 
 }  // namespace cuda_agent

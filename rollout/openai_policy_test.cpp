@@ -219,5 +219,45 @@ TEST_F(OpenAiPolicyTest, BadOptionsAreRefused) {
   EXPECT_NE(p.error().message.find("model"), std::string::npos);
 }
 
+// vLLM with return_tokens_as_token_ids: the sampled ids and logprobs come back with the text.
+TEST(OpenAiReply, TokenIdsAndLogprobsFromVllmsTokenIdExtension) {
+  PolicyRequest request;
+  request.messages = {{ChatRole::kUser, "hi", {}}};
+  auto body = json::parse(openai_request_body("m", request, /*request_token_ids=*/true));
+  EXPECT_EQ(body["logprobs"], true);
+  EXPECT_EQ(body["return_tokens_as_token_ids"], true);
+  EXPECT_FALSE(json::parse(openai_request_body("m", request)).contains("logprobs"));
+
+  auto reply = [](json content) {
+    return json{{"choices",
+                 {{{"message", {{"content", "ab"}}},
+                   {"finish_reason", "stop"},
+                   {"logprobs", {{"content", std::move(content)}}}}}}}
+        .dump();
+  };
+  auto turn = parse_openai_reply(reply({{{"token", "token_id:151644"}, {"logprob", -0.5}},
+                                        {{"token", "token_id:7"}, {"logprob", 0}}}));
+  ASSERT_TRUE(turn) << turn.error().to_string();
+  EXPECT_EQ(turn->token_ids, (std::vector<std::int32_t>{151644, 7}));
+  EXPECT_EQ(turn->logprobs, (std::vector<float>{-0.5f, 0.f}));
+
+  // Token text (a server without the extension): no ids rather than guessed ones.
+  turn = parse_openai_reply(
+      reply({{{"token", "a"}, {"logprob", -1}}, {{"token", "b"}, {"logprob", -1}}}));
+  ASSERT_TRUE(turn);
+  EXPECT_TRUE(turn->token_ids.empty());
+  EXPECT_TRUE(turn->logprobs.empty());
+  turn = parse_openai_reply(reply({{{"token", "token_id:12x"}, {"logprob", -1}}}));
+  ASSERT_TRUE(turn);
+  EXPECT_TRUE(turn->token_ids.empty());
+
+  // A malformed entry is named by its path.
+  turn = parse_openai_reply(reply({{{"token", "token_id:1"}, {"logprob", "high"}}}));
+  ASSERT_FALSE(turn);
+  EXPECT_EQ(turn.error().code, "policy.malformed_reply");
+  EXPECT_NE(turn.error().message.find("choices[0].logprobs.content[0].logprob"), std::string::npos)
+      << turn.error().message;
+}
+
 }  // namespace
 }  // namespace cuda_agent

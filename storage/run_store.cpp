@@ -21,7 +21,9 @@ using store_keys::Cf;
 RunStore::Impl::~Impl() {
   writer.reset();  // writes and acknowledges what is queued
   if (db) {
-    for (rocksdb::ColumnFamilyHandle* h : handles) db->DestroyColumnFamilyHandle(h);
+    for (rocksdb::ColumnFamilyHandle* h : handles) {
+      if (h) db->DestroyColumnFamilyHandle(h);
+    }
     db->Close().PermitUncheckedError();
     db.reset();
   }
@@ -103,6 +105,20 @@ Expected<std::unique_ptr<RunStore>> RunStore::open(const StoreOptions& options, 
     return rocks::to_error(s, "open the store " + dir);
   }
   impl->db.reset(raw);
+  // One slot per Cf, in Cf order (null for a later family an older store lacks, read modes),
+  // then a newer build's families.
+  std::vector<rocksdb::ColumnFamilyHandle*> opened = std::move(impl->handles);
+  impl->handles.assign(static_cast<std::size_t>(Cf::kCount), nullptr);
+  for (rocksdb::ColumnFamilyHandle* h : opened) {
+    bool placed = false;
+    for (int i = 0; i < static_cast<int>(Cf::kCount) && !placed; ++i) {
+      if (h->GetName() == store_keys::cf_name(Cf(i))) {
+        impl->handles[i] = h;
+        placed = true;
+      }
+    }
+    if (!placed) impl->handles.push_back(h);
+  }
   RETURN_IF_ERROR(check_store_header(*impl));
   if (mode == StoreMode::kWrite) {
     WriterLimits limits;

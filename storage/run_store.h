@@ -79,6 +79,9 @@ struct StoreWrite {
   std::vector<RunRecord> runs;
   std::vector<CheckpointRecord> checkpoints;
   std::vector<MetricRecord> metrics;
+  /// Rollout workers' attempts at episodes (last write wins). Written with the episode record in
+  /// one StoreWrite, an attempt's `committed` state is atomic with the episode itself.
+  std::vector<EpisodeAttemptRecord> attempts;
 };
 
 using StoreClock = std::chrono::steady_clock;
@@ -240,6 +243,11 @@ class RunStore {
 
   /// Tasks by id (see TaskScan). A corrupt task value stops the scan with its error.
   Status scan_tasks(const TaskScan& scan, const TaskVisitor& visit) const;
+
+  /// A run's episode attempts by episode id, then attempt number; only `episode`'s when it is
+  /// non-empty. A read-only view of a store older than the attempts family visits none.
+  Status scan_attempts(const RunId& run, std::string_view episode,
+                       const std::function<bool(const EpisodeAttemptRecord&)>& visit) const;
 
   Expected<std::vector<RunSummary>> list_runs() const;
   /// A run's checkpoints by step; the last is the latest.

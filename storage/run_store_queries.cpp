@@ -146,6 +146,20 @@ Status RunStore::scan_tasks(const TaskScan& scan, const TaskVisitor& visit) cons
   return c.status();
 }
 
+Status RunStore::scan_attempts(
+    const RunId& run, std::string_view episode,
+    const std::function<bool(const EpisodeAttemptRecord&)>& visit) const {
+  if (!impl_->cf(Cf::kAttempts)) return Status::ok();  // an older store read as it is
+  const std::string prefix = store_keys::attempt_prefix(run, episode);
+  Cursor c(*impl_, Cf::kAttempts, prefix, store_keys::prefix_end(prefix));
+  for (; c.valid(); c.next()) {
+    EpisodeAttemptRecord a;
+    RETURN_IF_ERROR(impl_->decode(Cf::kAttempts, c.key(), c.value(), &a));
+    if (!visit(a)) return Status::ok();
+  }
+  return c.status();
+}
+
 Expected<std::vector<RunSummary>> RunStore::list_runs() const {
   std::map<std::string, RunSummary> runs;
   {
@@ -227,6 +241,7 @@ Expected<StoreStats> RunStore::stats(const std::optional<RunId>& run) const {
     ColumnFamilySize size;
     size.name = store_keys::cf_name(static_cast<Cf>(i));
     rocksdb::ColumnFamilyHandle* h = impl_->handles[i];
+    if (!h) continue;  // a later family an older store (read as it is) lacks
     impl_->db->GetIntProperty(h, "rocksdb.total-sst-files-size", &size.sst_bytes);
     impl_->db->GetIntProperty(h, "rocksdb.total-blob-file-size", &size.blob_bytes);
     impl_->db->GetIntProperty(h, "rocksdb.cur-size-all-mem-tables", &size.memtable_bytes);

@@ -10,6 +10,7 @@
 
 #include "core/clock.h"
 #include "storage/run_store.h"
+#include "storage/store_keys.h"
 #include "storage/store_test_util.h"
 
 namespace cuda_agent {
@@ -205,7 +206,7 @@ TEST_F(RunStoreQueries, StatsCountStatusesStagesAndRewards) {
   EXPECT_EQ(st->rewards.counts.back(), threes);  // >= 3
   EXPECT_EQ(st->best_reward, 3);
   EXPECT_GT(st->disk_bytes, 0u);
-  EXPECT_EQ(st->column_families.size(), 10u);
+  EXPECT_EQ(st->column_families.size(), static_cast<std::size_t>(store_keys::Cf::kCount));
   auto runs = store_->list_runs();
   ASSERT_TRUE(runs);
   ASSERT_EQ(runs->size(), 2u);

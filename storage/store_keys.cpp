@@ -26,10 +26,13 @@ std::string_view cf_name(Cf cf) {
     case Cf::kRuns: return "runs";
     case Cf::kCheckpoints: return "checkpoints";
     case Cf::kMetrics: return "metrics";
+    case Cf::kAttempts: return "attempts";
     case Cf::kCount: break;
   }
   return "unknown";
 }
+
+bool added_later(Cf cf) { return cf == Cf::kAttempts; }
 
 Status check_id(std::string_view id, std::string_view what) {
   if (id.empty()) {
@@ -107,6 +110,19 @@ std::string checkpoint_key(const RunId& run, std::uint64_t step) {
   std::string k;
   add_part(k, run.value());
   append_be64(k, step);
+  return k;
+}
+
+std::string attempt_key(const RunId& run, const EpisodeId& episode, std::uint32_t attempt) {
+  std::string k = attempt_prefix(run, episode.value());
+  append_be32(k, attempt);
+  return k;
+}
+
+std::string attempt_prefix(const RunId& run, std::string_view episode) {
+  std::string k;
+  add_part(k, run.value());
+  if (!episode.empty()) add_part(k, episode);
   return k;
 }
 

@@ -28,8 +28,12 @@ enum class Cf : int {
   kRuns,
   kCheckpoints,
   kMetrics,
+  kAttempts,  ///< "attempts": rollout workers' attempts at episodes (added after format 1)
   kCount
 };
+/// Families added after the first release: a read-only view of an older store opens without them
+/// (and sees none of their records) instead of refusing the store.
+bool added_later(Cf cf);
 std::string_view cf_name(Cf cf);
 
 /// Key of the store header in the default column family.
@@ -69,6 +73,10 @@ std::string artifact_key(std::string_view hash);
 std::string run_key(const RunId& run);
 std::string checkpoint_key(const RunId& run, std::uint64_t step);
 std::string metric_key(const RunId& run, std::string_view name, std::uint64_t step);
+/// run | 00 | episode | 00 | attempt BE4: a run's attempts sort by episode, then attempt.
+std::string attempt_key(const RunId& run, const EpisodeId& episode, std::uint32_t attempt);
+/// run | 00, or run | 00 | episode | 00 when `episode` is non-empty.
+std::string attempt_prefix(const RunId& run, std::string_view episode);
 
 // Index keys. The prefixes are what scans seek to; "part" is an id followed by 0x00.
 std::string episode_by_id_key(const EpisodeId& episode, const RunId& run);

@@ -126,10 +126,24 @@ Expected<std::vector<rocksdb::ColumnFamilyDescriptor>> resolve_families(
   rocksdb::Status s = rocksdb::DB::ListColumnFamilies(options.db, dir, &existing);
   if (!s.ok()) return rocks::to_error(s, dir + ": read the store's column families");
   std::string missing;
-  for (const auto& ours : options.column_families) {
-    if (std::find(existing.begin(), existing.end(), ours.name) == existing.end()) {
-      missing += " " + ours.name;
+  std::vector<std::string> missing_later;  // families a newer build added to an older store
+  for (int i = 0; i < static_cast<int>(Cf::kCount); ++i) {
+    const std::string name(store_keys::cf_name(Cf(i)));
+    if (std::find(existing.begin(), existing.end(), name) != existing.end()) continue;
+    if (store_keys::added_later(Cf(i))) {
+      missing_later.push_back(name);
+    } else {
+      missing += " " + name;
     }
+  }
+  if (mode != StoreMode::kWrite && missing.empty() && !missing_later.empty()) {
+    // A store of an older build, read as it is: the later families are left out (their handles
+    // are null) and read as empty; the next writer adds them.
+    std::erase_if(families, [&](const auto& d) {
+      return std::find(missing_later.begin(), missing_later.end(), d.name) != missing_later.end();
+    });
+  } else {
+    for (const std::string& name : missing_later) missing += " " + name;
   }
   if (!missing.empty()) {
     // Another RocksDB database (left untouched), a store whose creation was interrupted (empty:

@@ -115,6 +115,19 @@ Expected<PreparedWrite> prepare_write(StoreWrite&& w) {
     RETURN_IF_ERROR(check_id(m.name, "metric name"));
     out.records.push_back(plain(Cf::kMetrics, store_keys::metric_key(m.run_id, m.name, m.step), m));
   }
+  for (const EpisodeAttemptRecord& a : w.attempts) {
+    RETURN_IF_ERROR(check_id(a.run_id.value(), "run id"));
+    RETURN_IF_ERROR(check_id(a.episode_id.value(), "episode id"));
+    RETURN_IF_ERROR(check_id(a.task_id.value(), "task id"));
+    RETURN_IF_ERROR(check_id(a.worker_id.value(), "worker id"));
+    if (a.attempt == 0) {
+      return make_error(ErrorCategory::kInvalidInput, "store.bad_number",
+                        "attempt of episode " + a.run_id.value() + "/" + a.episode_id.value() +
+                            " is 0; attempts count from 1");
+    }
+    out.records.push_back(
+        plain(Cf::kAttempts, store_keys::attempt_key(a.run_id, a.episode_id, a.attempt), a));
+  }
   for (const PreparedRecord& r : out.records) {
     for (const PreparedEntry& e : r.entries) out.bytes += e.key.size() + e.value.size();
   }

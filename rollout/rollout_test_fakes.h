@@ -1,0 +1,101 @@
+// Test-only fakes for the rollout worker's tests (rollout/rollout_worker_test.cpp and the
+// multi-process tests/rollout_crash_test.cpp helper); never linked into the product.
+//  - a replay transcript that writes a solution, compiles and finishes, with token ids and
+//    logprobs derived from the episode number so a stored trajectory can be checked exactly;
+//  - FakeEvaluationTools: compile and evaluate without nvcc or a GPU; an optional hook runs
+//    inside compile (to hold an episode in a tool);
+//  - FaultyRolloutStore: a real store behind the interface that fails chosen writes.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "rollout/episode.h"
+#include "rollout/rollout_store.h"
+
+namespace cuda_agent::testing {
+
+inline const char* kFakeModelPy =
+    "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
+    "        return torch.relu(x)\n";
+
+/// Token ids of turn `turn` of episode number `n` (3 ids) and their logprobs.
+inline std::vector<std::int32_t> fake_tokens(int n, int turn) {
+  return {1000 * n + 10 * turn + 1, 1000 * n + 10 * turn + 2, 1000 * n + 10 * turn + 3};
+}
+inline std::vector<float> fake_logprobs(int turn) {
+  return {-0.5f - turn, -0.25f - turn, -0.125f - turn};
+}
+
+/// Two assistant turns: write kernels/k.cu and model_new.py and compile; then finish.
+inline std::string fake_transcript(int n) {
+  using nlohmann::json;
+  auto call = [](const std::string& name, json args) {
+    return json{{"name", name}, {"arguments", std::move(args)}};
+  };
+  json t1 = {{"role", "assistant"},
+             {"content", ""},
+             {"tool_calls",
+              {call("write_file", {{"path", "kernels/k.cu"}, {"content", "// kernel"}}),
+               call("write_file", {{"path", "model_new.py"}, {"content", "class ModelNew: pass"}}),
+               call("compile", json::object())}},
+             {"token_ids", fake_tokens(n, 0)},
+             {"logprobs", fake_logprobs(0)}};
+  json t2 = {{"role", "assistant"},
+             {"content", ""},
+             {"tool_calls", {call("finish", json::object())}},
+             {"token_ids", fake_tokens(n, 1)},
+             {"logprobs", fake_logprobs(1)}};
+  return t1.dump() + "\n" + t2.dump() + "\n";
+}
+
+class FakeEvaluationTools final : public EvaluationTools {
+ public:
+  /// Runs inside every compile (e.g. to hold the episode in a tool); may be empty.
+  std::function<void()> in_compile;
+  Expected<CompileResult> compile(const std::vector<SourceFile>&) override {
+    if (in_compile) in_compile();
+    return CompileResult{};
+  }
+  Expected<EvaluationOutcome> evaluate(BenchMode, const std::string&,
+                                       const std::vector<SourceFile>&, const CompileResult&,
+                                       bool final_evaluation) override {
+    return EvaluationOutcome{.report = final_evaluation ? "final: correct, 1.2x" : "correct",
+                             .correct = true,
+                             .reward_tier = 2,
+                             .speedup_vs_eager = 1.2,
+                             .speedup_vs_compile = 0.9};
+  }
+};
+
+/// The real store behind the interface; `fail_write` (may be empty) decides per write, by its
+/// 1-based number, whether to fail it with that error instead of writing.
+class FaultyRolloutStore final : public RolloutStore {
+ public:
+  explicit FaultyRolloutStore(RolloutStore& real) : real_(real) {}
+  std::function<std::optional<Error>(int write_number, const StoreWrite&)> fail_write;
+  std::atomic<int> writes{0};
+
+  Status write(StoreWrite w, std::chrono::milliseconds timeout) override {
+    const int n = ++writes;
+    if (fail_write) {
+      if (std::optional<Error> e = fail_write(n, w)) return *e;
+    }
+    return real_.write(std::move(w), timeout);
+  }
+  Expected<std::vector<EpisodeAttemptRecord>> attempts(const RunId& run) const override {
+    return real_.attempts(run);
+  }
+  Expected<std::optional<EpisodeSummary>> episode(const RunId& run,
+                                                  const EpisodeId& episode) const override {
+    return real_.episode(run, episode);
+  }
+
+ private:
+  RolloutStore& real_;
+};
+
+}  // namespace cuda_agent::testing
