@@ -28,9 +28,11 @@ WorkerId default_worker_id() {
 
 // Leader/follower: slots + 1 threads share the DEALER under mutex_. The leader polls the socket's
 // ZMQ_FD (without holding the mutex), takes in what arrived, sends heartbeats and reconnects; when
-// it takes in work and has a free slot it promotes a follower to leader and runs the handler
-// itself, then sends the result on the socket. So a request costs no hand-off between threads
-// on its way through the worker (the promotion runs beside the handler, off the request's path).
+// it takes in work and has a free slot it runs the handler itself, then sends the result on the
+// socket. So a request costs no hand-off between threads on its way through the worker. A
+// follower takes over the watch at once while another slot is free; with every slot busy it
+// takes over when the next heartbeat is due (followers wait with that timeout), so a quick
+// handler on a one-slot worker wakes nobody.
 // Every thread that uses the socket takes in whatever is readable before it lets the mutex go:
 // ZMQ_FD is edge-triggered and any send may swallow the edge.
 class PoolWorker::Impl {
@@ -158,7 +160,9 @@ void PoolWorker::Impl::member_loop() {
       WorkItem item = std::move(jobs_.front());
       jobs_.pop_front();
       ++running_;
-      if (!leader_active_) followers_.notify_one();  // someone must watch the socket
+      // Someone must watch the socket while a slot is free; with every slot busy the watch can
+      // wait for the next heartbeat (a follower's timed wait), which saves a wake-up per request.
+      if (!leader_active_ && running_ < options_.slots) followers_.notify_one();
       lock.unlock();
       Expected<std::string> result = run(item);
       lock.lock();
@@ -173,11 +177,12 @@ void PoolWorker::Impl::member_loop() {
       continue;
     }
     if (stopping_ && running_ == 0 && !leader_active_) return;
-    if (!leader_active_) {
+    if (!leader_active_ && (stopping_ || running_ < options_.slots ||
+                            std::chrono::steady_clock::now() >= next_heartbeat_)) {
       lead(lock);
       continue;
     }
-    followers_.wait(lock);
+    followers_.wait_until(lock, next_heartbeat_);
   }
 }
 
@@ -221,8 +226,8 @@ void PoolWorker::Impl::lead(std::unique_lock<std::mutex>& lock) {
   leader_active_ = false;
   if (stopping_) {
     followers_.notify_all();
-  } else {
-    followers_.notify_one();
+  } else if (running_ + 1 < options_.slots) {
+    followers_.notify_one();  // a slot stays free after this thread takes the work
   }
 }
 
