@@ -59,9 +59,11 @@ struct WorkPoolBrokerOptions {
   std::int64_t max_attempts = 3;
   /// Requests waiting for a worker before new ones are refused with "pool.busy". Default: 10000.
   std::int64_t max_queued_requests = 10'000;
-  /// Finished outcomes kept for repeated request ids, by count and by payload bytes (oldest go
-  /// first). Only worker outcomes are kept; broker refusals (busy, timeout) are not. Default:
-  /// 10000 entries, 256 MiB.
+  /// Finished outcomes kept for repeated request ids, by count and by payload bytes (least
+  /// recently stored or repeated go first). Only worker outcomes are kept; broker refusals (busy,
+  /// timeout) are not. Results of 256 KiB and more are copied into memory mapped and faulted in
+  /// at once for them, so keeping them does not turn later receives into page-fault storms (a
+  /// memcpy per large result instead). 0 entries: no cache. Default: 10000 entries, 256 MiB.
   std::int64_t result_cache_entries = 10'000;
   std::int64_t result_cache_bytes = 256ll << 20;
   /// Largest envelope frame accepted (the Cap'n Proto part). Default: 64 KiB.
