@@ -9,8 +9,6 @@ namespace {
 
 constexpr std::size_t kLatencySamples = 1024;
 constexpr std::size_t kExpiredRemembered = 4096;
-/// Cached results at least this large are copied into memory of their own (keep_frame).
-constexpr std::size_t kKeepCopyAboveBytes = 256 << 10;
 
 Error deadline_error(const std::string& id, const char* where) {
   return make_error(ErrorCategory::kTimeout, "pool.deadline_expired",
@@ -219,20 +217,9 @@ void PoolDispatcher::on_result(const std::string& peer, const PoolResult& result
     ++stats_.completed;
     // The request may also be running on another worker (re-queued after this one was
     // dropped): the first result wins; the other worker's slot frees when its result comes.
+    Cached cached{result.error, share_frame(payload), r->second.attempts, by, {}};
     finish(id, result.error, result.error ? nullptr : &payload, by);
-    // After the reply is on its way. A large result is copied into memory faulted in at once
-    // (keep_frame) rather than kept in the receive buffer: a kept receive buffer makes every
-    // next large receive land on fresh pages, one page fault per 4 KiB (a storm at 1 MiB).
-    const bool keep = options_.result_cache_entries > 0 &&
-                      payload.size() <= static_cast<std::size_t>(options_.result_cache_bytes);
-    if (keep) {
-      remember(id, Cached{result.error,
-                          payload.size() >= kKeepCopyAboveBytes ? keep_frame(payload)
-                                                                : share_frame(payload),
-                          r->second.attempts,
-                          by,
-                          {}});
-    }
+    remember(id, std::move(cached));
   }
   if (was_running) fill(peer, now);
 }

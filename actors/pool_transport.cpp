@@ -1,11 +1,8 @@
 #include "actors/pool_transport.h"
 
-#include <sys/mman.h>
-#include <unistd.h>
 #include <zmq.h>
 
 #include <cstdio>
-#include <cstring>
 #include <utility>
 
 namespace cuda_agent {
@@ -114,20 +111,6 @@ zmq::message_t share_frame(zmq::message_t& m) {
   zmq::message_t out;
   out.copy(m);
   return out;
-}
-
-zmq::message_t keep_frame(const zmq::message_t& m) {
-  const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-  const std::size_t length = (m.size() + page - 1) / page * page;
-  void* region = length == 0 ? MAP_FAILED
-                             : mmap(nullptr, length, PROT_READ | PROT_WRITE,
-                                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-  if (region == MAP_FAILED) return zmq::message_t(m.data(), m.size());
-  std::memcpy(region, m.data(), m.size());
-  return zmq::message_t(
-      region, m.size(),
-      [](void* data, void* hint) { munmap(data, reinterpret_cast<std::size_t>(hint)); },
-      reinterpret_cast<void*>(length));
 }
 
 std::optional<std::uint64_t> LogLimiter::allow(SteadyTime now) {

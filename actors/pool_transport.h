@@ -64,11 +64,6 @@ inline std::string_view view(const zmq::message_t& m) {
 }
 /// A frame sharing `m`'s content (reference-counted for large frames, no copy).
 zmq::message_t share_frame(zmq::message_t& m);
-/// A copy of `m` for keeping a long time (the broker's result cache): its pages are mapped and
-/// faulted in by one mmap(MAP_POPULATE) call instead of one page fault per 4 KiB, and given back
-/// with munmap when the last reference goes. Meant for large frames (hundreds of KiB up); falls
-/// back to an ordinary copy if the mapping fails.
-zmq::message_t keep_frame(const zmq::message_t& m);
 
 using SteadyTime = std::chrono::steady_clock::time_point;
 

@@ -182,7 +182,10 @@ void PoolWorker::Impl::member_loop() {
       lead(lock);
       continue;
     }
-    followers_.wait_until(lock, next_heartbeat_);
+    // Wakes for the next heartbeat in case the watch is vacant then (all slots busy); not
+    // sooner than 1 ms from now, so followers do not spin while the leader sends an overdue one.
+    followers_.wait_until(lock, std::max(next_heartbeat_, std::chrono::steady_clock::now() +
+                                                              std::chrono::milliseconds(1)));
   }
 }
 
