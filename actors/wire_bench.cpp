@@ -370,8 +370,13 @@ int main(int argc, char** argv) {
                 f[3].p50_us / f[0].p50_us, f[3].requests_per_s / f[0].requests_per_s);
     std::printf(
         "  broker overhead p50 = pool - direct = %.1f us (target <= 50 us); the extra hops "
-        "alone cost raw_relay - raw_echo = %.1f us\n",
-        f[3].p50_us - f[2].p50_us, f[1].p50_us - f[0].p50_us);
+        "alone cost raw_relay - raw_echo = %.1f us; beyond them: %.1f us\n",
+        f[3].p50_us - f[2].p50_us, f[1].p50_us - f[0].p50_us,
+        (f[3].p50_us - f[2].p50_us) - (f[1].p50_us - f[0].p50_us));
+    std::printf(
+        "  context switches per round trip: pool %.1f, raw_relay %.1f, raw_echo %.1f, "
+        "direct %.1f\n",
+        f[3].switches, f[1].switches, f[0].switches, f[2].switches);
     std::printf(
         "  broker thread CPU per request (decode, route, cache, encode; no sockets): "
         "%.1f us\n\n",
