@@ -99,6 +99,7 @@ class PoolClient::Impl {
   zmq::socket_t broker_{context_, zmq::socket_type::dealer};
   std::condition_variable callers_cv_;  // blocked callers not leading
   std::condition_variable io_cv_;       // the io thread when not leading
+  std::condition_variable idle_cv_;     // close_client() waiting for blocked callers to leave
   bool closed_ = false;
   bool leader_active_ = false;
   std::int64_t leader_wakes_at_ = 0;  // unix ms the leader's poll ends at the latest
@@ -255,6 +256,7 @@ bool PoolClient::Impl::wait(const std::shared_ptr<CallWaiter>& waiter,
         lock, std::chrono::system_clock::time_point(std::chrono::milliseconds(give_up_at_unix_ms)));
   }
   --blocked_;
+  if (closed_ && blocked_ == 0) idle_cv_.notify_all();  // the destructor may go on
   return waiter->done;
 }
 
@@ -427,6 +429,11 @@ void PoolClient::Impl::close_client() {
     if (leader_active_) wake_leader();
   }
   if (thread_.joinable()) thread_.join();
+  // Callers still inside wait() (their outcome is in: the io thread failed every pending call)
+  // must leave it before the socket and the mutex go.
+  Lock lock(mutex_);
+  callers_cv_.notify_all();
+  idle_cv_.wait(lock, [&] { return blocked_ == 0; });
 }
 
 Expected<std::unique_ptr<PoolClient>> PoolClient::connect(const PoolClientOptions& options) {
