@@ -1,6 +1,10 @@
 #include "actors/pool_client.h"
 
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <condition_variable>
 #include <deque>
 #include <future>
 #include <map>
@@ -20,68 +24,104 @@ Error deadline_error(const std::string& id) {
 
 using StatsCallback = std::function<void(Expected<PoolStats>)>;
 
-// A call handed from a caller's thread to the io thread.
-struct Outgoing {
-  std::string id;  // empty for a stats request
-  std::int64_t deadline_unix_ms = 0;
+// Where a blocked call() finds its outcome.
+struct CallWaiter {
+  bool done = false;  // under Impl::mutex_
+  PoolOutcome outcome;
+};
+
+// A callback and its argument, run after the mutex is released.
+struct Ready {
   PoolCallback done;
   StatsCallback stats_done;
-  zmq::message_t envelope;
-  zmq::message_t payload;
+  PoolOutcome outcome;
+  Expected<PoolStats> stats = Error{};
 };
 
 }  // namespace
 
+// Leader/follower on one DEALER under mutex_: a caller sends its request on its own thread (no
+// hand-off); a thread blocked in call() watches the socket itself while nobody else does, so its
+// reply wakes it directly; the io thread watches only while async calls or stats wait and no
+// caller does. Watching = polling the socket's ZMQ_FD without the mutex; every thread that
+// uses the socket takes in what is readable before it lets the mutex go (ZMQ_FD is
+// edge-triggered and a send may swallow the edge).
 class PoolClient::Impl {
  public:
   explicit Impl(const PoolClientOptions& options) : options_(options) {}
+  ~Impl() {
+    if (wake_fd_ >= 0) close(wake_fd_);
+  }
   Status start();
-  void close();
-  void submit(Outgoing out);
+  void close_client();
+  /// Sends a request; `done` or `waiter` gets the outcome.
+  void submit(std::string id, std::int64_t deadline_unix_ms, zmq::message_t envelope,
+              zmq::message_t payload, PoolCallback done, std::shared_ptr<CallWaiter> waiter);
+  void submit_stats(std::int64_t deadline_unix_ms, StatsCallback done);
+  /// Blocks until `waiter` is done or `give_up_at`.
+  bool wait(const std::shared_ptr<CallWaiter>& waiter, std::int64_t give_up_at_unix_ms);
+  std::uint64_t late_replies();
 
   const PoolClientOptions options_;
-  std::atomic<std::uint64_t> late_replies_{0};
 
  private:
   struct Pending {
     std::int64_t deadline_unix_ms = 0;
     std::vector<PoolCallback> done;
+    std::vector<std::shared_ptr<CallWaiter>> waiters;
     std::multimap<std::int64_t, std::string>::iterator by_deadline;
   };
   struct StatsWaiter {
     std::int64_t deadline_unix_ms = 0;
     StatsCallback done;
   };
+  using Lock = std::unique_lock<std::mutex>;
 
   void io_loop();
-  void take_outgoing();
-  void on_reply(std::vector<zmq::message_t>& parts, std::size_t dropped);
-  void complete(const std::string& id, PoolOutcome outcome);
-  void expire(std::int64_t now);
+  /// One turn as the leader: poll until something arrives, a deadline or a wake, take it in,
+  /// expire. Called and returns with the lock held.
+  void lead_once(Lock& lock, std::vector<Ready>& ready, std::int64_t until_unix_ms);
+  void take_in(std::vector<Ready>& ready);
+  void on_reply(std::vector<zmq::message_t>& parts, std::size_t dropped, std::vector<Ready>& ready);
+  void complete(const std::string& id, PoolOutcome outcome, std::vector<Ready>& ready);
+  void expire(std::int64_t now, std::vector<Ready>& ready);
+  void fail_all(const Error& error, std::vector<Ready>& ready);
+  /// Hands the watch on after a turn: to a blocked caller, else to the io thread if async work
+  /// waits.
+  void hand_on();
+  void wake_leader();
+  static void run(std::vector<Ready>& ready);
+  bool io_has_work() const { return async_waiting_ > 0 || !stats_waiters_.empty() || closed_; }
 
+  int wake_fd_ = -1;
   zmq::context_t context_{1};
-  zmq::socket_t broker_{context_, zmq::socket_type::dealer};  // io thread
-  zmq::socket_t wake_{context_, zmq::socket_type::pair};      // io thread's end
-  zmq::socket_t wake_api_{context_, zmq::socket_type::pair};  // callers' end, under mutex_
-  std::mutex mutex_;
-  std::deque<Outgoing> outgoing_;  // under mutex_
-  bool closed_ = false;            // under mutex_
-  std::thread thread_;
-  // io thread only:
+  std::mutex mutex_;  // the socket and everything below
+  zmq::socket_t broker_{context_, zmq::socket_type::dealer};
+  std::condition_variable callers_cv_;  // blocked callers not leading
+  std::condition_variable io_cv_;       // the io thread when not leading
+  std::condition_variable idle_cv_;     // close_client() waiting for blocked callers to leave
+  bool closed_ = false;
+  bool leader_active_ = false;
+  std::int64_t leader_wakes_at_ = 0;  // unix ms the leader's poll ends at the latest
+  std::size_t blocked_ = 0;           // callers in wait() whose outcome is not in yet
+  std::size_t async_waiting_ = 0;     // callbacks in pending_
+  std::uint64_t late_replies_ = 0;
   std::unordered_map<std::string, Pending> pending_;
   std::multimap<std::int64_t, std::string> deadlines_;
   std::deque<StatsWaiter> stats_waiters_;
+  std::vector<zmq::message_t> parts_;
+  std::thread thread_;
 };
 
 Status PoolClient::Impl::start() {
   if (options_.broker_endpoint.empty()) {
     return make_error(ErrorCategory::kInvalidInput, "pool.options", "broker_endpoint is empty");
   }
+  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wake_fd_ < 0) {
+    return make_error(ErrorCategory::kIo, "pool.eventfd", "cannot create the client's eventfd");
+  }
   try {
-    const std::string wake =
-        "inproc://pool-client-wake-" + std::to_string(reinterpret_cast<std::uintptr_t>(this));
-    wake_.bind(wake);
-    wake_api_.connect(wake);
     broker_.set(zmq::sockopt::linger, 0);
     broker_.set(zmq::sockopt::maxmsgsize,
                 2 * options_.max_payload_bytes + options_.max_envelope_bytes);
@@ -95,92 +135,209 @@ Status PoolClient::Impl::start() {
   return Status::ok();
 }
 
-void PoolClient::Impl::submit(Outgoing out) {
-  std::unique_lock lock(mutex_);
-  if (closed_) {
-    lock.unlock();
-    Error e = make_error(ErrorCategory::kUnavailable, "pool.client_closed", "client is closed");
-    if (out.done) out.done(PoolOutcome{RequestId{out.id}, e, 0, WorkerId{}});
-    if (out.stats_done) out.stats_done(e);
-    return;
+void PoolClient::Impl::wake_leader() {
+  const std::uint64_t one = 1;
+  (void)!write(wake_fd_, &one, sizeof one);
+}
+
+void PoolClient::Impl::run(std::vector<Ready>& ready) {
+  for (Ready& r : ready) {
+    if (r.done) r.done(std::move(r.outcome));
+    if (r.stats_done) r.stats_done(std::move(r.stats));
   }
-  outgoing_.push_back(std::move(out));
-  // One wake per call; if the pipe is full the io thread has wakes enough already.
-  (void)wake_api_.send(zmq::message_t(), zmq::send_flags::dontwait);
+  ready.clear();
+}
+
+void PoolClient::Impl::submit(std::string id, std::int64_t deadline_unix_ms,
+                              zmq::message_t envelope, zmq::message_t payload, PoolCallback done,
+                              std::shared_ptr<CallWaiter> waiter) {
+  std::vector<Ready> ready;
+  {
+    Lock lock(mutex_);
+    if (closed_) {
+      Error e = make_error(ErrorCategory::kUnavailable, "pool.client_closed", "client is closed");
+      PoolOutcome o{RequestId{id}, e, 0, WorkerId{}};
+      if (waiter) {
+        waiter->outcome = std::move(o);
+        waiter->done = true;
+        return;
+      }
+      lock.unlock();
+      done(std::move(o));
+      return;
+    }
+    auto add = [&](Pending& p) {
+      if (waiter) {
+        p.waiters.push_back(std::move(waiter));
+      } else {
+        p.done.push_back(std::move(done));
+        ++async_waiting_;
+      }
+    };
+    if (auto it = pending_.find(id); it != pending_.end()) {
+      add(it->second);  // same id in flight: share its outcome
+    } else {
+      bool sent = false;
+      try {
+        sent = static_cast<bool>(
+                   broker_.send(envelope, zmq::send_flags::sndmore | zmq::send_flags::dontwait)) &&
+               static_cast<bool>(broker_.send(payload, zmq::send_flags::dontwait));
+      } catch (const zmq::error_t& e) {
+        log_error(zmq_failure("pool client send", e));
+      }
+      if (!sent) {
+        // Past the socket's high-water mark (the broker has been away for long): refuse now
+        // rather than block every caller.
+        PoolOutcome o{RequestId{id},
+                      make_error(ErrorCategory::kUnavailable, "pool.client_backlog",
+                                 "too many requests wait for the broker in this client"),
+                      0, WorkerId{}};
+        if (waiter) {
+          waiter->outcome = std::move(o);
+          waiter->done = true;
+        } else {
+          ready.push_back(Ready{std::move(done), {}, std::move(o)});
+        }
+      } else {
+        Pending& p = pending_[id];
+        p.deadline_unix_ms = deadline_unix_ms;
+        p.by_deadline = deadlines_.emplace(deadline_unix_ms, id);
+        add(p);
+        if (leader_active_ && deadline_unix_ms < leader_wakes_at_) wake_leader();
+      }
+    }
+    take_in(ready);
+    if (!leader_active_ && async_waiting_ > 0) io_cv_.notify_one();
+  }
+  run(ready);
+}
+
+void PoolClient::Impl::submit_stats(std::int64_t deadline_unix_ms, StatsCallback done) {
+  {
+    Lock lock(mutex_);
+    if (!closed_) {
+      std::vector<Ready> ready;
+      stats_waiters_.push_back(StatsWaiter{deadline_unix_ms, std::move(done)});
+      try {
+        (void)broker_.send(take_frame(encode_pool(PoolStatsRequest{})), zmq::send_flags::dontwait);
+      } catch (const zmq::error_t& e) {
+        log_error(zmq_failure("pool client send", e));
+      }
+      take_in(ready);
+      if (leader_active_) {
+        wake_leader();  // a new deadline to watch
+      } else {
+        io_cv_.notify_one();
+      }
+      lock.unlock();
+      run(ready);
+      return;
+    }
+  }
+  done(make_error(ErrorCategory::kUnavailable, "pool.client_closed", "client is closed"));
+}
+
+bool PoolClient::Impl::wait(const std::shared_ptr<CallWaiter>& waiter,
+                            std::int64_t give_up_at_unix_ms) {
+  std::vector<Ready> ready;
+  Lock lock(mutex_);
+  ++blocked_;
+  while (!waiter->done && now_unix_ms() < give_up_at_unix_ms) {
+    if (!leader_active_) {
+      lead_once(lock, ready, give_up_at_unix_ms);
+      if (!ready.empty()) {
+        lock.unlock();
+        run(ready);
+        lock.lock();
+      }
+      continue;
+    }
+    callers_cv_.wait_until(
+        lock, std::chrono::system_clock::time_point(std::chrono::milliseconds(give_up_at_unix_ms)));
+  }
+  --blocked_;
+  if (closed_ && blocked_ == 0) idle_cv_.notify_all();  // the destructor may go on
+  return waiter->done;
+}
+
+void PoolClient::Impl::lead_once(Lock& lock, std::vector<Ready>& ready,
+                                 std::int64_t until_unix_ms) {
+  leader_active_ = true;
+  const std::int64_t now = now_unix_ms();
+  std::int64_t wakes_at = std::min(until_unix_ms, now + 1000);
+  if (!deadlines_.empty()) wakes_at = std::min(wakes_at, deadlines_.begin()->first);
+  if (!stats_waiters_.empty()) {
+    wakes_at = std::min(wakes_at, stats_waiters_.front().deadline_unix_ms);
+  }
+  leader_wakes_at_ = wakes_at;
+  try {
+    const int fd = broker_.get(zmq::sockopt::fd);
+    lock.unlock();
+    zmq::pollitem_t items[] = {{nullptr, fd, ZMQ_POLLIN, 0}, {nullptr, wake_fd_, ZMQ_POLLIN, 0}};
+    zmq::poll(items, 2, std::chrono::milliseconds(std::max<std::int64_t>(wakes_at - now, 0)));
+    if (items[1].revents & ZMQ_POLLIN) {
+      std::uint64_t count = 0;
+      (void)!read(wake_fd_, &count, sizeof count);
+    }
+    lock.lock();
+    take_in(ready);
+  } catch (const zmq::error_t& e) {
+    if (!lock.owns_lock()) lock.lock();
+    if (e.num() != EINTR) log_error(zmq_failure("pool client loop", e));
+  }
+  expire(now_unix_ms(), ready);
+  leader_active_ = false;
+  hand_on();
+}
+
+void PoolClient::Impl::hand_on() {
+  if (blocked_ > 0) callers_cv_.notify_all();  // outcomes in, or one of them leads next
+  if (io_has_work()) io_cv_.notify_one();
 }
 
 void PoolClient::Impl::io_loop() {
-  std::vector<zmq::message_t> parts;
+  std::vector<Ready> ready;
+  Lock lock(mutex_);
+  while (!closed_) {
+    if (!leader_active_ && io_has_work()) {
+      lead_once(lock, ready, now_unix_ms() + 1000);
+      if (!ready.empty()) {
+        lock.unlock();
+        run(ready);
+        lock.lock();
+      }
+      continue;
+    }
+    io_cv_.wait(lock);
+  }
+  fail_all(make_error(ErrorCategory::kUnavailable, "pool.client_closed", "client is closed"),
+           ready);
+  if (blocked_ > 0) callers_cv_.notify_all();
+  lock.unlock();
+  run(ready);
+}
+
+void PoolClient::Impl::take_in(std::vector<Ready>& ready) {
   std::size_t dropped = 0;
-  for (;;) {
-    try {
-      std::int64_t wait_ms = 1000;
-      const std::int64_t now = now_unix_ms();
-      if (!deadlines_.empty()) wait_ms = std::min(wait_ms, deadlines_.begin()->first - now);
-      if (!stats_waiters_.empty()) {
-        wait_ms = std::min(wait_ms, stats_waiters_.front().deadline_unix_ms - now);
-      }
-      zmq::pollitem_t items[] = {{broker_.handle(), 0, ZMQ_POLLIN, 0},
-                                 {wake_.handle(), 0, ZMQ_POLLIN, 0}};
-      zmq::poll(items, 2, std::chrono::milliseconds(std::max<std::int64_t>(wait_ms, 0)));
-      if (items[1].revents & ZMQ_POLLIN) {
-        zmq::message_t m;
-        while (wake_.recv(m, zmq::recv_flags::dontwait)) {
-        }
-        std::lock_guard lock(mutex_);
-        if (closed_) break;
-      }
-      take_outgoing();
-      for (int i = 0; i < 256 && recv_multipart(broker_, parts, 2, dropped); ++i) {
-        on_reply(parts, dropped);
-      }
-      expire(now_unix_ms());
-    } catch (const zmq::error_t& e) {
-      if (e.num() == ETERM) break;
-      if (e.num() != EINTR) log_error(zmq_failure("pool client loop", e));
+  try {
+    while (broker_.get(zmq::sockopt::events) & ZMQ_POLLIN) {
+      if (!recv_multipart(broker_, parts_, 2, dropped)) break;
+      on_reply(parts_, dropped, ready);
     }
-  }
-  take_outgoing();  // callers that raced with close() get their answer below
-  Error closed = make_error(ErrorCategory::kUnavailable, "pool.client_closed", "client is closed");
-  for (auto& [id, p] : pending_) {
-    for (auto& done : p.done) done(PoolOutcome{RequestId{id}, closed, 0, WorkerId{}});
-  }
-  for (auto& w : stats_waiters_) w.done(closed);
-}
-
-void PoolClient::Impl::take_outgoing() {
-  std::deque<Outgoing> batch;
-  {
-    std::lock_guard lock(mutex_);
-    batch.swap(outgoing_);
-  }
-  for (Outgoing& out : batch) {
-    if (out.stats_done) {
-      stats_waiters_.push_back(StatsWaiter{out.deadline_unix_ms, std::move(out.stats_done)});
-      (void)broker_.send(out.envelope, zmq::send_flags::dontwait);
-      continue;
-    }
-    if (auto it = pending_.find(out.id); it != pending_.end()) {
-      it->second.done.push_back(std::move(out.done));  // same id in flight: share its outcome
-      continue;
-    }
-    Pending& p = pending_[out.id];
-    p.deadline_unix_ms = out.deadline_unix_ms;
-    p.done.push_back(std::move(out.done));
-    p.by_deadline = deadlines_.emplace(out.deadline_unix_ms, out.id);
-    (void)broker_.send(out.envelope, zmq::send_flags::sndmore);
-    (void)broker_.send(out.payload, zmq::send_flags::none);
+  } catch (const zmq::error_t& e) {
+    if (e.num() != EINTR) log_error(zmq_failure("pool client receive", e));
   }
 }
 
-void PoolClient::Impl::on_reply(std::vector<zmq::message_t>& parts, std::size_t dropped) {
+void PoolClient::Impl::on_reply(std::vector<zmq::message_t>& parts, std::size_t dropped,
+                                std::vector<Ready>& ready) {
   DecodeLimits limits;
   limits.max_bytes = static_cast<std::size_t>(options_.max_envelope_bytes);
   auto m = decode_pool_message(view(parts[0]), limits);
   if (m && std::holds_alternative<PoolStats>(*m) && !stats_waiters_.empty()) {
-    auto done = std::move(stats_waiters_.front().done);
+    ready.push_back(
+        Ready{{}, std::move(stats_waiters_.front().done), {}, std::get<PoolStats>(std::move(*m))});
     stats_waiters_.pop_front();
-    done(std::get<PoolStats>(std::move(*m)));
     return;
   }
   auto* reply = m ? std::get_if<PoolReply>(&*m) : nullptr;
@@ -204,39 +361,79 @@ void PoolClient::Impl::on_reply(std::vector<zmq::message_t>& parts, std::size_t 
   } else {
     outcome.result = Expected<std::string>(std::in_place, std::string(view(parts[1])));
   }
-  complete(id, std::move(outcome));
+  complete(id, std::move(outcome), ready);
 }
 
-void PoolClient::Impl::complete(const std::string& id, PoolOutcome outcome) {
+void PoolClient::Impl::complete(const std::string& id, PoolOutcome outcome,
+                                std::vector<Ready>& ready) {
   auto it = pending_.find(id);
   if (it == pending_.end()) return;
   Pending p = std::move(it->second);
   pending_.erase(it);
   deadlines_.erase(p.by_deadline);
-  for (std::size_t i = 0; i + 1 < p.done.size(); ++i) p.done[i](outcome);
-  p.done.back()(std::move(outcome));
+  async_waiting_ -= p.done.size();
+  for (auto& waiter : p.waiters) {
+    waiter->outcome = outcome;
+    waiter->done = true;
+  }
+  for (std::size_t i = 0; i < p.done.size(); ++i) {
+    ready.push_back(
+        Ready{std::move(p.done[i]), {}, i + 1 < p.done.size() ? outcome : std::move(outcome)});
+  }
+  if (!p.waiters.empty()) callers_cv_.notify_all();
 }
 
-void PoolClient::Impl::expire(std::int64_t now) {
+void PoolClient::Impl::expire(std::int64_t now, std::vector<Ready>& ready) {
   while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
     std::string id = deadlines_.begin()->second;
-    complete(id, PoolOutcome{RequestId{id}, deadline_error(id), 0, WorkerId{}});
+    complete(id, PoolOutcome{RequestId{id}, deadline_error(id), 0, WorkerId{}}, ready);
   }
   while (!stats_waiters_.empty() && stats_waiters_.front().deadline_unix_ms <= now) {
-    auto done = std::move(stats_waiters_.front().done);
+    ready.push_back(Ready{
+        {},
+        std::move(stats_waiters_.front().done),
+        {},
+        make_error(ErrorCategory::kTimeout, "pool.stats_timeout", "no stats before the timeout")});
     stats_waiters_.pop_front();
-    done(make_error(ErrorCategory::kTimeout, "pool.stats_timeout", "no stats before the timeout"));
   }
 }
 
-void PoolClient::Impl::close() {
+void PoolClient::Impl::fail_all(const Error& error, std::vector<Ready>& ready) {
+  while (!pending_.empty()) {
+    std::string id = pending_.begin()->first;
+    complete(id, PoolOutcome{RequestId{id}, error, 0, WorkerId{}}, ready);
+  }
+  for (auto& w : stats_waiters_) ready.push_back(Ready{{}, std::move(w.done), {}, error});
+  stats_waiters_.clear();
+}
+
+std::uint64_t PoolClient::Impl::late_replies() {
+  // Replies nobody waits for are taken in by whoever next uses the socket: take them in now.
+  std::vector<Ready> ready;
+  std::uint64_t late = 0;
   {
-    std::lock_guard lock(mutex_);
+    Lock lock(mutex_);
+    if (!closed_) take_in(ready);
+    late = late_replies_;
+  }
+  run(ready);
+  return late;
+}
+
+void PoolClient::Impl::close_client() {
+  {
+    Lock lock(mutex_);
     if (closed_) return;
     closed_ = true;
-    (void)wake_api_.send(zmq::message_t(), zmq::send_flags::dontwait);
+    io_cv_.notify_one();
+    if (leader_active_) wake_leader();
   }
   if (thread_.joinable()) thread_.join();
+  // Callers still inside wait() (their outcome is in: the io thread failed every pending call)
+  // must leave it before the socket and the mutex go.
+  Lock lock(mutex_);
+  callers_cv_.notify_all();
+  idle_cv_.wait(lock, [&] { return blocked_ == 0; });
 }
 
 Expected<std::unique_ptr<PoolClient>> PoolClient::connect(const PoolClientOptions& options) {
@@ -246,46 +443,52 @@ Expected<std::unique_ptr<PoolClient>> PoolClient::connect(const PoolClientOption
 }
 
 PoolClient::PoolClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-PoolClient::~PoolClient() { impl_->close(); }
+PoolClient::~PoolClient() { impl_->close_client(); }
 
-void PoolClient::call_async(PoolRequest request, PoolCallback done) {
-  const std::string& id = request.header.request_id.value();
-  Error refused;
-  if (id.empty() || request.header.deadline_unix_ms <= 0) {
-    refused = make_error(ErrorCategory::kInvalidInput, "pool.bad_request",
-                         "a request needs a request id and a deadline (deadline_unix_ms > 0)");
-  } else if (request.payload.size() > static_cast<std::size_t>(impl_->options_.max_payload_bytes)) {
-    refused = make_error(
+namespace {
+
+Error refusal(const PoolRequest& request, std::int64_t max_payload_bytes) {
+  if (request.header.request_id.value().empty() || request.header.deadline_unix_ms <= 0) {
+    return make_error(ErrorCategory::kInvalidInput, "pool.bad_request",
+                      "a request needs a request id and a deadline (deadline_unix_ms > 0)");
+  }
+  if (request.payload.size() > static_cast<std::size_t>(max_payload_bytes)) {
+    return make_error(
         ErrorCategory::kInvalidInput, "wire.too_large",
         "payload of " + std::to_string(request.payload.size()) + " bytes exceeds the limit");
   }
+  return Error{};
+}
+
+}  // namespace
+
+void PoolClient::call_async(PoolRequest request, PoolCallback done) {
+  Error refused = refusal(request, impl_->options_.max_payload_bytes);
   if (!refused.code.empty()) {
     done(PoolOutcome{request.header.request_id, refused, 0, WorkerId{}});
     return;
   }
-  Outgoing out;
-  out.id = id;
-  out.deadline_unix_ms = request.header.deadline_unix_ms;
-  out.done = std::move(done);
+  std::string id = request.header.request_id.value();
+  const std::int64_t deadline = request.header.deadline_unix_ms;
   PoolSubmit submit{std::move(request.header), std::move(request.tags), request.payload.size()};
-  out.envelope = take_frame(encode_pool(submit));
-  out.payload = take_frame(std::move(request.payload));
-  impl_->submit(std::move(out));
+  impl_->submit(std::move(id), deadline, take_frame(encode_pool(submit)),
+                take_frame(std::move(request.payload)), std::move(done), nullptr);
 }
 
 PoolOutcome PoolClient::call_with_details(PoolRequest request) {
-  auto promise = std::make_shared<std::promise<PoolOutcome>>();
-  auto future = promise->get_future();
+  Error refused = refusal(request, impl_->options_.max_payload_bytes);
+  if (!refused.code.empty()) return PoolOutcome{request.header.request_id, refused, 0, WorkerId{}};
   const RequestId id = request.header.request_id;
   const std::int64_t deadline = request.header.deadline_unix_ms;
-  call_async(std::move(request), [promise](PoolOutcome o) { promise->set_value(std::move(o)); });
-  // The io thread answers by the deadline; the extra second only covers a stalled io thread.
-  const auto wait =
-      std::chrono::milliseconds(std::max<std::int64_t>(deadline - now_unix_ms(), 0) + 1000);
-  if (future.wait_for(wait) != std::future_status::ready) {
+  auto waiter = std::make_shared<CallWaiter>();
+  PoolSubmit submit{std::move(request.header), std::move(request.tags), request.payload.size()};
+  impl_->submit(id.value(), deadline, take_frame(encode_pool(submit)),
+                take_frame(std::move(request.payload)), nullptr, waiter);
+  // The watch answers by the deadline; the extra second only covers a stalled one.
+  if (!impl_->wait(waiter, std::max(deadline, now_unix_ms()) + 1000)) {
     return PoolOutcome{id, deadline_error(id.value()), 0, WorkerId{}};
   }
-  return future.get();
+  return std::move(waiter->outcome);
 }
 
 Expected<std::string> PoolClient::call(PoolRequest request) {
@@ -295,17 +498,14 @@ Expected<std::string> PoolClient::call(PoolRequest request) {
 Expected<PoolStats> PoolClient::stats(std::chrono::milliseconds timeout) {
   auto promise = std::make_shared<std::promise<Expected<PoolStats>>>();
   auto future = promise->get_future();
-  Outgoing out;
-  out.deadline_unix_ms = now_unix_ms() + timeout.count();
-  out.stats_done = [promise](Expected<PoolStats> s) { promise->set_value(std::move(s)); };
-  out.envelope = take_frame(encode_pool(PoolStatsRequest{}));
-  impl_->submit(std::move(out));
+  impl_->submit_stats(now_unix_ms() + timeout.count(),
+                      [promise](Expected<PoolStats> s) { promise->set_value(std::move(s)); });
   if (future.wait_for(timeout + std::chrono::seconds(1)) != std::future_status::ready) {
     return make_error(ErrorCategory::kTimeout, "pool.stats_timeout", "no stats before the timeout");
   }
   return future.get();
 }
 
-std::uint64_t PoolClient::late_replies() const { return impl_->late_replies_; }
+std::uint64_t PoolClient::late_replies() const { return impl_->late_replies(); }
 
 }  // namespace cuda_agent

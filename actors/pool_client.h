@@ -10,12 +10,19 @@
 // client, returns the same outcome without running it twice) and a deadline. No wait outlives
 // the deadline: at the deadline the caller gets "pool.deadline_expired" (category timeout), and a
 // reply arriving later is discarded (late_replies()). While the broker is down, requests wait in
-// the socket and go out when it is back (ZeroMQ reconnects), deadline permitting.
+// the socket and go out when it is back (ZeroMQ reconnects), deadline permitting; past the
+// socket's high-water mark (500 requests) a new one is refused at once with "pool.client_backlog"
+// (category unavailable) instead of blocking.
 //
-// Threading: one io thread owns the DEALER socket. call(), call_async() and stats() are safe from
-// any thread except the io thread itself (a callback must not call call()). Callbacks run on the
-// io thread (or on the calling thread when a request is refused before it is sent), once each.
-// The destructor completes every pending call with "pool.client_closed".
+// Threading: one DEALER socket, shared under a mutex by the threads that use it (leader/follower,
+// no hand-off on a request's path): a caller sends its request on its own thread; a thread blocked
+// in call() watches the socket itself while nobody else does, so its reply wakes it directly; an
+// io thread watches while async calls or stats requests wait and no blocked caller does, and
+// enforces their deadlines. call(), call_async(), stats() and late_replies() are safe from any
+// thread. A callback runs once, on whichever of these threads took its reply in (or on the calling
+// thread when a request is refused before it is sent), never under the client's mutex; it must
+// not block for long, as other replies wait behind it. The destructor completes every pending
+// call with "pool.client_closed".
 #pragma once
 
 #include <chrono>
@@ -84,7 +91,8 @@ class PoolClient {
   /// The broker's stats, or a timeout error after `timeout`.
   Expected<PoolStats> stats(std::chrono::milliseconds timeout = std::chrono::seconds(5));
 
-  /// Replies discarded because no call was waiting (its deadline had passed).
+  /// Replies discarded because no call was waiting (its deadline had passed). Takes in the
+  /// replies waiting in the socket first (nobody watches it while no call waits).
   std::uint64_t late_replies() const;
 
   class Impl;

@@ -43,6 +43,7 @@ void PoolDispatcher::on_submit(const std::string& client, PoolSubmit submit, zmq
   if (auto c = cache_.find(id); c != cache_.end()) {
     ++stats_.cache_hits;
     Cached& hit = c->second;
+    cache_lru_.splice(cache_lru_.end(), cache_lru_, hit.lru);  // most recently used now
     PoolReply reply{RequestId{id}, hit.error, hit.payload.size(), hit.attempts, hit.worker};
     outbox_.to_client(client, encode_pool(reply), hit.error ? nullptr : &hit.payload);
     return;
@@ -216,7 +217,7 @@ void PoolDispatcher::on_result(const std::string& peer, const PoolResult& result
     ++stats_.completed;
     // The request may also be running on another worker (re-queued after this one was
     // dropped): the first result wins; the other worker's slot frees when its result comes.
-    Cached cached{result.error, share_frame(payload), r->second.attempts, by};
+    Cached cached{result.error, share_frame(payload), r->second.attempts, by, {}};
     finish(id, result.error, result.error ? nullptr : &payload, by);
     remember(id, std::move(cached));
   }
@@ -338,15 +339,16 @@ void PoolDispatcher::remember(const std::string& request_id, Cached cached) {
       bytes > static_cast<std::uint64_t>(options_.result_cache_bytes)) {
     return;
   }
-  if (!cache_.emplace(request_id, std::move(cached)).second) return;
+  auto [it, inserted] = cache_.emplace(request_id, std::move(cached));
+  if (!inserted) return;
+  it->second.lru = cache_lru_.insert(cache_lru_.end(), request_id);
   cache_bytes_ += bytes;
-  cache_order_.push_back(request_id);
-  while (cache_order_.size() > static_cast<std::size_t>(options_.result_cache_entries) ||
+  while (cache_lru_.size() > static_cast<std::size_t>(options_.result_cache_entries) ||
          cache_bytes_ > static_cast<std::uint64_t>(options_.result_cache_bytes)) {
-    auto oldest = cache_.find(cache_order_.front());
+    auto oldest = cache_.find(cache_lru_.front());
     cache_bytes_ -= oldest->second.payload.size();
     cache_.erase(oldest);
-    cache_order_.pop_front();
+    cache_lru_.pop_front();
   }
 }
 

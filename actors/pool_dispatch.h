@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <list>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -94,6 +95,7 @@ class PoolDispatcher {
     zmq::message_t payload;
     std::uint32_t attempts = 0;
     WorkerId worker;
+    std::list<std::string>::iterator lru;  // its place in cache_lru_
   };
 
   using WorkerMap = std::unordered_map<std::string, Worker>;  // by routing id
@@ -124,7 +126,7 @@ class PoolDispatcher {
   WorkerMap workers_;
   std::unordered_map<std::string, std::string> peer_of_worker_id_;
   std::unordered_map<std::string, Cached> cache_;
-  std::deque<std::string> cache_order_;
+  std::list<std::string> cache_lru_;  // least recently used (or stored) first
   std::uint64_t cache_bytes_ = 0;
   std::unordered_set<std::string> expired_ids_;  // recently expired, to count late results
   std::deque<std::string> expired_order_;

@@ -1,5 +1,6 @@
 #include "actors/pool_worker.h"
 
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -25,11 +26,23 @@ WorkerId default_worker_id() {
 
 }  // namespace
 
+// Leader/follower: slots + 1 threads share the DEALER under mutex_. The leader polls the socket's
+// ZMQ_FD (without holding the mutex), takes in what arrived, sends heartbeats and reconnects; when
+// it takes in work and has a free slot it runs the handler itself, then sends the result on the
+// socket. So a request costs no hand-off between threads on its way through the worker. A
+// follower takes over the watch at once while another slot is free; with every slot busy it
+// takes over when the next heartbeat is due (followers wait with that timeout), so a quick
+// handler on a one-slot worker wakes nobody.
+// Every thread that uses the socket takes in whatever is readable before it lets the mutex go:
+// ZMQ_FD is edge-triggered and any send may swallow the edge.
 class PoolWorker::Impl {
  public:
   Impl(const PoolWorkerOptions& options, PoolHandler handler)
       : options_(options), handler_(std::move(handler)), limiter_(10) {
     if (options_.worker_id.value().empty()) options_.worker_id = default_worker_id();
+  }
+  ~Impl() {
+    if (wake_fd_ >= 0) close(wake_fd_);
   }
 
   Status start();
@@ -40,37 +53,47 @@ class PoolWorker::Impl {
   std::atomic<std::uint64_t> handled_{0};
 
  private:
-  void io_loop();
-  void slot_loop();
+  void member_loop();
+  /// Leads until there is work for a free slot or the worker stops; returns with the lock held.
+  void lead(std::unique_lock<std::mutex>& lock);
+  Expected<std::string> run(const WorkItem& item);
   Status connect();
   void send_envelope(std::string envelope);
   /// Sends Ready with the ids this worker holds.
   void announce();
-  /// Sends the handler threads' results on; true when stop() asked the loop to end.
-  bool forward_results(std::vector<zmq::message_t>& parts);
+  /// Takes in every readable message (mutex_ held).
+  void take_in();
   void on_broker_message(std::vector<zmq::message_t>& parts, std::size_t dropped);
-  void answer(zmq::socket_t& out, const RequestId& id, Expected<std::string> result);
+  void answer(const RequestId& id, Expected<std::string> result);
+  void wake_leader();
+  /// Keeps a finished request's payload buffer for the next one (mutex_ held): a 1 MiB payload
+  /// then reuses pages already faulted in instead of leaving glibc a pair of large chunks to
+  /// trim off the arena, which the next request would fault in again.
+  void recycle(std::string&& buffer);
 
   const PoolHandler handler_;
   LogLimiter limiter_;
   zmq::context_t context_{1};
-  std::optional<zmq::socket_t> broker_;  // the DEALER, owned by the io thread
-  std::string results_endpoint_;
-  zmq::socket_t results_{context_, zmq::socket_type::pull};  // slot results and stop, io thread
+  int wake_fd_ = -1;  // eventfd the leader polls beside the socket: stop and last result
+
   std::mutex api_mutex_;
   bool stopped_ = false;  // under api_mutex_
 
-  std::mutex jobs_mutex_;
-  std::condition_variable jobs_cv_;
-  std::deque<WorkItem> jobs_;             // under jobs_mutex_
-  std::unordered_set<std::string> held_;  // ids queued or running, under jobs_mutex_
-  bool closing_ = false;                  // under jobs_mutex_
-  int running_ = 0;                       // under jobs_mutex_
-
-  std::thread io_thread_;
-  std::vector<std::thread> slot_threads_;
+  std::mutex mutex_;  // the socket and everything below
+  std::condition_variable followers_;
+  std::optional<zmq::socket_t> broker_;
+  std::deque<WorkItem> jobs_;
+  std::unordered_set<std::string> held_;  // ids queued or running
+  bool leader_active_ = false;
+  bool stopping_ = false;
+  std::int64_t running_ = 0;
+  std::vector<zmq::message_t> parts_;
+  std::vector<std::string> spare_payloads_;  // see recycle()
   SteadyTime last_from_broker_;
+  SteadyTime next_heartbeat_;
   std::uint64_t heartbeat_seq_ = 0;
+
+  std::vector<std::thread> threads_;
 };
 
 Status PoolWorker::Impl::start() {
@@ -83,17 +106,18 @@ Status PoolWorker::Impl::start() {
                       "slots, heartbeat_interval_ms and broker_timeout_ms must be >= 1, "
                       "prefetch >= 0");
   }
-  results_endpoint_ =
-      "inproc://pool-worker-results-" + std::to_string(reinterpret_cast<std::uintptr_t>(this));
-  try {
-    results_.bind(results_endpoint_);
-  } catch (const zmq::error_t& e) {
-    return zmq_failure("binding the worker's result socket", e);
+  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wake_fd_ < 0) {
+    return make_error(ErrorCategory::kIo, "pool.eventfd", "cannot create the worker's eventfd");
   }
-  RETURN_IF_ERROR(connect());
-  for (std::int64_t i = 0; i < options_.slots; ++i)
-    slot_threads_.emplace_back([this] { slot_loop(); });
-  io_thread_ = std::thread([this] { io_loop(); });
+  {
+    std::lock_guard lock(mutex_);
+    RETURN_IF_ERROR(connect());
+    next_heartbeat_ = std::chrono::steady_clock::now() +
+                      std::chrono::milliseconds(options_.heartbeat_interval_ms);
+  }
+  for (std::int64_t i = 0; i <= options_.slots; ++i)
+    threads_.emplace_back([this] { member_loop(); });
   return Status::ok();
 }
 
@@ -120,10 +144,7 @@ void PoolWorker::Impl::announce() {
                   options_.tags,
                   static_cast<std::uint32_t>(options_.slots + options_.prefetch),
                   {}};
-  {
-    std::lock_guard lock(jobs_mutex_);
-    ready.running.assign(held_.begin(), held_.end());
-  }
+  ready.running.assign(held_.begin(), held_.end());
   send_envelope(encode_pool(ready));
   ++announcements_;
 }
@@ -132,75 +153,100 @@ void PoolWorker::Impl::send_envelope(std::string envelope) {
   (void)broker_->send(take_frame(std::move(envelope)), zmq::send_flags::dontwait);
 }
 
-void PoolWorker::Impl::io_loop() {
+void PoolWorker::Impl::wake_leader() {
+  const std::uint64_t one = 1;
+  (void)!write(wake_fd_, &one, sizeof one);
+}
+
+void PoolWorker::Impl::member_loop() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    if (!stopping_ && !jobs_.empty() && running_ < options_.slots) {
+      WorkItem item = std::move(jobs_.front());
+      jobs_.pop_front();
+      ++running_;
+      // Someone must watch the socket while a slot is free; with every slot busy the watch can
+      // wait for the next heartbeat (a follower's timed wait), which saves a wake-up per request.
+      if (!leader_active_ && running_ < options_.slots) followers_.notify_one();
+      lock.unlock();
+      Expected<std::string> result = run(item);
+      lock.lock();
+      try {
+        answer(item.header.request_id, std::move(result));
+        take_in();
+      } catch (const zmq::error_t& e) {
+        log_error(zmq_failure("pool worker result", e));
+      }
+      held_.erase(item.header.request_id.value());
+      recycle(std::move(item.payload));
+      if (--running_ == 0 && stopping_) wake_leader();
+      continue;
+    }
+    if (stopping_ && running_ == 0 && !leader_active_) return;
+    if (!leader_active_ && (stopping_ || running_ < options_.slots ||
+                            std::chrono::steady_clock::now() >= next_heartbeat_)) {
+      lead(lock);
+      continue;
+    }
+    // Wakes for the next heartbeat in case the watch is vacant then (all slots busy); not
+    // sooner than 1 ms from now, so followers do not spin while the leader sends an overdue one.
+    followers_.wait_until(lock, std::max(next_heartbeat_, std::chrono::steady_clock::now() +
+                                                              std::chrono::milliseconds(1)));
+  }
+}
+
+void PoolWorker::Impl::lead(std::unique_lock<std::mutex>& lock) {
+  leader_active_ = true;
   const auto interval = std::chrono::milliseconds(options_.heartbeat_interval_ms);
   const auto broker_timeout = std::chrono::milliseconds(options_.broker_timeout_ms);
-  auto next_heartbeat = std::chrono::steady_clock::now() + interval;
-  bool stopping = false;
-  std::vector<zmq::message_t> parts;
-  std::size_t dropped = 0;
   for (;;) {
     try {
-      std::vector<zmq::pollitem_t> items = {{broker_->handle(), 0, ZMQ_POLLIN, 0},
-                                            {results_.handle(), 0, ZMQ_POLLIN, 0}};
-      auto wait = std::chrono::ceil<std::chrono::milliseconds>(next_heartbeat -
-                                                               std::chrono::steady_clock::now());
-      zmq::poll(items, std::max(wait, std::chrono::milliseconds(0)));
-      stopping |= forward_results(parts);
-      for (int i = 0; i < 256 && recv_multipart(*broker_, parts, 3, dropped); ++i) {
-        last_from_broker_ = std::chrono::steady_clock::now();
-        on_broker_message(parts, dropped);
-      }
+      take_in();
       const auto now = std::chrono::steady_clock::now();
-      if (stopping) {
-        std::lock_guard lock(jobs_mutex_);
-        if (running_ == 0) break;
-      }
-      if (now >= next_heartbeat) {
+      if (now >= next_heartbeat_) {
         send_envelope(encode_pool(PoolHeartbeat{options_.worker_id, ++heartbeat_seq_}));
-        next_heartbeat = now + interval;
+        next_heartbeat_ = now + interval;
+        take_in();
       }
       if (now - last_from_broker_ > broker_timeout) {
         log_warn("pool broker silent; reconnecting",
                  {{"worker", options_.worker_id.value()}, {"broker", options_.broker_endpoint}});
         Status s = connect();
         if (!s) log_error(s.error(), {{"worker", options_.worker_id.value()}});
+        take_in();
       }
+      if (stopping_ ? running_ == 0 : (!jobs_.empty() && running_ < options_.slots)) break;
+      const int fd = broker_->get(zmq::sockopt::fd);
+      auto wait = std::chrono::ceil<std::chrono::milliseconds>(next_heartbeat_ - now);
+      lock.unlock();
+      zmq::pollitem_t items[] = {{nullptr, fd, ZMQ_POLLIN, 0}, {nullptr, wake_fd_, ZMQ_POLLIN, 0}};
+      zmq::poll(items, 2, std::max(wait, std::chrono::milliseconds(0)));
+      if (items[1].revents & ZMQ_POLLIN) {
+        std::uint64_t count = 0;
+        (void)!read(wake_fd_, &count, sizeof count);
+      }
+      lock.lock();
     } catch (const zmq::error_t& e) {
+      if (!lock.owns_lock()) lock.lock();
       if (e.num() == ETERM) break;
       if (e.num() != EINTR) log_error(zmq_failure("pool worker loop", e));
     }
   }
-  try {
-    forward_results(parts);  // results sent after the last pass (running_ is already 0)
-    send_envelope(encode_pool(PoolDisconnect{options_.worker_id}));
-    broker_->set(zmq::sockopt::linger, 1000);  // let the Disconnect and last results out
-    broker_.reset();
-  } catch (const zmq::error_t&) {
+  leader_active_ = false;
+  if (stopping_) {
+    followers_.notify_all();
+  } else if (running_ + 1 < options_.slots) {
+    followers_.notify_one();  // a slot stays free after this thread takes the work
   }
-  {
-    std::lock_guard lock(jobs_mutex_);
-    closing_ = true;
-  }
-  jobs_cv_.notify_all();
 }
 
-bool PoolWorker::Impl::forward_results(std::vector<zmq::message_t>& parts) {
-  bool stop_requested = false;
+void PoolWorker::Impl::take_in() {
   std::size_t dropped = 0;
-  while (recv_multipart(results_, parts, 2, dropped)) {
-    if (parts[0].size() == 0) {  // stop(): drop work not yet started
-      stop_requested = true;
-      std::lock_guard lock(jobs_mutex_);
-      for (const auto& job : jobs_) held_.erase(job.header.request_id.value());
-      jobs_.clear();
-      continue;
-    }
-    (void)broker_->send(parts[0],
-                        parts.size() > 1 ? zmq::send_flags::sndmore : zmq::send_flags::none);
-    if (parts.size() > 1) (void)broker_->send(parts[1], zmq::send_flags::none);
+  while (broker_->get(zmq::sockopt::events) & ZMQ_POLLIN) {
+    if (!recv_multipart(*broker_, parts_, 3, dropped)) break;
+    last_from_broker_ = std::chrono::steady_clock::now();
+    on_broker_message(parts_, dropped);
   }
-  return stop_requested;
 }
 
 void PoolWorker::Impl::on_broker_message(std::vector<zmq::message_t>& parts, std::size_t dropped) {
@@ -221,13 +267,17 @@ void PoolWorker::Impl::on_broker_message(std::vector<zmq::message_t>& parts, std
       problem = make_error(ErrorCategory::kInvalidInput, "wire.malformed",
                            "work without a payload frame of payloadBytes bytes");
     } else {
-      {
-        std::lock_guard lock(jobs_mutex_);
-        held_.insert(work->header.request_id.value());
-        jobs_.push_back(
-            WorkItem{std::move(work->header), std::string(view(parts[1])), work->attempt});
+      // Stopping: not taken; the broker re-queues it when the Disconnect arrives.
+      if (stopping_) return;
+      held_.insert(work->header.request_id.value());
+      std::string payload;
+      if (!spare_payloads_.empty()) {
+        payload = std::move(spare_payloads_.back());
+        spare_payloads_.pop_back();
       }
-      jobs_cv_.notify_one();
+      payload.assign(static_cast<const char*>(parts[1].data()), parts[1].size());
+      jobs_.push_back(WorkItem{std::move(work->header), std::move(payload), work->attempt});
+      if (jobs_.size() > 1) followers_.notify_one();  // the first is for the thread taking it in
       return;
     }
   } else {
@@ -242,72 +292,73 @@ void PoolWorker::Impl::on_broker_message(std::vector<zmq::message_t>& parts, std
   }
 }
 
-void PoolWorker::Impl::slot_loop() {
-  zmq::socket_t out(context_, zmq::socket_type::push);
-  out.set(zmq::sockopt::linger, 1000);
-  out.connect(results_endpoint_);
-  for (;;) {
-    WorkItem item;
-    {
-      std::unique_lock lock(jobs_mutex_);
-      jobs_cv_.wait(lock, [&] { return closing_ || !jobs_.empty(); });
-      if (jobs_.empty()) return;  // closing
-      item = std::move(jobs_.front());
-      jobs_.pop_front();
-      ++running_;
-    }
-    Expected<std::string> result =
-        make_error(ErrorCategory::kInternal, "pool.handler_threw", "not run");
-    if (now_unix_ms() >= item.header.deadline_unix_ms) {
-      result = make_error(ErrorCategory::kTimeout, "pool.deadline_expired",
-                          "request " + item.header.request_id.value() +
-                              " passed its deadline before its handler started");
-    } else {
-      try {
-        result = handler_(item);
-      } catch (const std::exception& e) {
-        result = make_error(ErrorCategory::kInternal, "pool.handler_threw", e.what());
-      } catch (...) {
-        result = make_error(ErrorCategory::kInternal, "pool.handler_threw", "unknown exception");
-      }
-      ++handled_;
-    }
-    answer(out, item.header.request_id, std::move(result));
-    std::lock_guard lock(jobs_mutex_);
-    held_.erase(item.header.request_id.value());
-    --running_;
+void PoolWorker::Impl::recycle(std::string&& buffer) {
+  constexpr std::size_t kLargestKeptBytes = 8 << 20;
+  if (buffer.capacity() > kLargestKeptBytes ||
+      spare_payloads_.size() >= static_cast<std::size_t>(options_.slots + options_.prefetch)) {
+    return;
   }
+  spare_payloads_.push_back(std::move(buffer));
 }
 
-void PoolWorker::Impl::answer(zmq::socket_t& out, const RequestId& id,
-                              Expected<std::string> result) {
+Expected<std::string> PoolWorker::Impl::run(const WorkItem& item) {
+  if (now_unix_ms() >= item.header.deadline_unix_ms) {
+    return make_error(ErrorCategory::kTimeout, "pool.deadline_expired",
+                      "request " + item.header.request_id.value() +
+                          " passed its deadline before its handler started");
+  }
+  Expected<std::string> result =
+      make_error(ErrorCategory::kInternal, "pool.handler_threw", "not run");
+  try {
+    result = handler_(item);
+  } catch (const std::exception& e) {
+    result = make_error(ErrorCategory::kInternal, "pool.handler_threw", e.what());
+  } catch (...) {
+    result = make_error(ErrorCategory::kInternal, "pool.handler_threw", "unknown exception");
+  }
+  ++handled_;
+  return result;
+}
+
+void PoolWorker::Impl::answer(const RequestId& id, Expected<std::string> result) {
+  // Never blocks while holding the mutex: past the high-water mark (broker unreachable for a
+  // long time) the result is dropped; the broker re-queues the request when it drops the worker.
   PoolResult r;
   r.request_id = id;
   if (!result) {
     r.error = result.error();
-    (void)out.send(take_frame(encode_pool(r)), zmq::send_flags::none);
+    (void)broker_->send(take_frame(encode_pool(r)), zmq::send_flags::dontwait);
     return;
   }
   r.payload_bytes = result->size();
-  (void)out.send(take_frame(encode_pool(r)), zmq::send_flags::sndmore);
-  (void)out.send(take_frame(std::move(*result)), zmq::send_flags::none);
+  if (broker_->send(take_frame(encode_pool(r)),
+                    zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
+    (void)broker_->send(take_frame(std::move(*result)), zmq::send_flags::dontwait);
+  }
 }
 
 void PoolWorker::Impl::stop() {
-  std::lock_guard lock(api_mutex_);
+  std::lock_guard api_lock(api_mutex_);
   if (stopped_) return;
   stopped_ = true;
-  if (io_thread_.joinable()) {
-    zmq::socket_t push(context_, zmq::socket_type::push);
-    push.connect(results_endpoint_);
-    (void)push.send(zmq::message_t(), zmq::send_flags::none);
-    io_thread_.join();
-  } else {
-    std::lock_guard jobs_lock(jobs_mutex_);
-    closing_ = true;
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+    for (const auto& job : jobs_) held_.erase(job.header.request_id.value());
+    jobs_.clear();
   }
-  jobs_cv_.notify_all();
-  for (auto& t : slot_threads_) t.join();
+  if (wake_fd_ >= 0) wake_leader();
+  followers_.notify_all();
+  for (auto& t : threads_) t.join();
+  std::lock_guard lock(mutex_);
+  try {
+    if (broker_ && !threads_.empty()) {
+      send_envelope(encode_pool(PoolDisconnect{options_.worker_id}));
+      broker_->set(zmq::sockopt::linger, 1000);  // let the Disconnect and last results out
+      broker_.reset();
+    }
+  } catch (const zmq::error_t&) {
+  }
   log_info("pool worker stopped", {{"worker", options_.worker_id.value()}});
 }
 

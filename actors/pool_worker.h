@@ -11,11 +11,13 @@
 // or restarted) the worker re-creates its socket and announces itself again; when a restarted
 // broker does not know it, the broker asks it to re-announce, which it does at once.
 //
-// Threading: one socket thread owns the DEALER socket and sends heartbeats (so a long handler
-// never delays one); `slots` handler threads call the handler, each with one WorkItem at a time,
-// concurrently with each other. start(), stop() and the accessors may be called from any thread.
-// stop() and the destructor wait for running handlers to return: a handler should honour the
-// item's deadline.
+// Threading: slots + 1 threads share the DEALER socket under one mutex (leader/follower). One of
+// them, the leader, watches the socket and sends heartbeats (so a long handler never delays one);
+// when work arrives it hands the watch to an idle thread and runs the handler itself, then sends
+// the result on the socket from that thread. A request therefore crosses no thread hand-off inside
+// the worker. At most `slots` handlers run at once, concurrently with each other. start(), stop()
+// and the accessors may be called from any thread. stop() and the destructor wait for running
+// handlers to return: a handler should honour the item's deadline.
 #pragma once
 
 #include <cstdint>

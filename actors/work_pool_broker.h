@@ -59,9 +59,12 @@ struct WorkPoolBrokerOptions {
   std::int64_t max_attempts = 3;
   /// Requests waiting for a worker before new ones are refused with "pool.busy". Default: 10000.
   std::int64_t max_queued_requests = 10'000;
-  /// Finished outcomes kept for repeated request ids, by count and by payload bytes (oldest go
-  /// first). Only worker outcomes are kept; broker refusals (busy, timeout) are not. Default:
-  /// 10000 entries, 256 MiB.
+  /// Finished outcomes kept for repeated request ids, by count and by payload bytes (least
+  /// recently stored or repeated go first). Only worker outcomes are kept; broker refusals (busy,
+  /// timeout) are not. A kept result holds its receive buffer (no copy), so while the cache
+  /// fills each large receive lands on fresh pages (page faults; how many depends on glibc's
+  /// malloc, see docs/BENCHMARKS.md "Wire"): lower result_cache_bytes where results are large
+  /// and repeats rare. 0 entries: no cache. Default: 10000 entries, 256 MiB.
   std::int64_t result_cache_entries = 10'000;
   std::int64_t result_cache_bytes = 256ll << 20;
   /// Largest envelope frame accepted (the Cap'n Proto part). Default: 64 KiB.

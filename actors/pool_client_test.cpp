@@ -1,0 +1,103 @@
+// PoolClient's shared socket: blocked callers, async callers and the io thread taking turns at
+// watching it (leader/follower), against a real broker and worker.
+#include "actors/pool_client.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <future>
+#include <thread>
+
+#include "actors/pool_worker.h"
+#include "actors/work_pool_broker.h"
+#include "core/log.h"
+
+namespace cuda_agent {
+namespace {
+
+PoolRequest request(const std::string& id, const std::string& payload) {
+  PoolRequest r;
+  r.header.request_id = RequestId{id};
+  r.header.run_id = RunId{"test"};
+  r.header.deadline_unix_ms = now_unix_ms() + 30'000;
+  r.payload = payload;
+  return r;
+}
+
+// Covers: threads blocked in call() and threads using call_async() on one client at once, so the
+// watch over the socket passes between blocked callers and the io thread while replies arrive
+// for all of them. Every call gets its own reply, exactly once, and no reply is counted late.
+TEST(PoolClient, BlockedAndAsyncCallersShareOneSocket) {
+  (void)setup_logging({.level = "error"});
+  auto broker = WorkPoolBroker::start({});
+  ASSERT_TRUE(broker) << broker.error().to_string();
+  PoolWorkerOptions w;
+  w.broker_endpoint = (*broker)->worker_endpoint();
+  w.slots = 2;
+  w.prefetch = 4;
+  auto worker = PoolWorker::start(
+      w, [](const WorkItem& item) -> Expected<std::string> { return "echo:" + item.payload; });
+  ASSERT_TRUE(worker) << worker.error().to_string();
+  auto client = PoolClient::connect({.broker_endpoint = (*broker)->client_endpoint()});
+  ASSERT_TRUE(client) << client.error().to_string();
+
+  constexpr int kThreads = 4, kCalls = 200;
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kCalls; ++i) {
+        const std::string id = "t" + std::to_string(t) + "-" + std::to_string(i);
+        if (t % 2 == 0) {
+          auto out = (*client)->call(request(id, id));
+          if (!out || *out != "echo:" + id) ++wrong;
+        } else {
+          std::promise<PoolOutcome> done;
+          (*client)->call_async(request(id, id),
+                                [&](PoolOutcome o) { done.set_value(std::move(o)); });
+          PoolOutcome o = done.get_future().get();
+          if (!o.result || *o.result != "echo:" + id) ++wrong;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ((*client)->late_replies(), 0u);
+  auto stats = (*client)->stats();
+  ASSERT_TRUE(stats) << stats.error().to_string();
+  EXPECT_EQ(stats->completed, static_cast<std::uint64_t>(kThreads * kCalls));
+}
+
+// Covers: the client closing while a thread is blocked in call() on a request nobody answers
+// (no worker). The blocked caller gets "pool.client_closed" instead of waiting for its deadline.
+TEST(PoolClient, CloseAnswersABlockedCaller) {
+  (void)setup_logging({.level = "error"});
+  auto broker = WorkPoolBroker::start({});
+  ASSERT_TRUE(broker) << broker.error().to_string();
+  auto client = PoolClient::connect({.broker_endpoint = (*broker)->client_endpoint()});
+  ASSERT_TRUE(client) << client.error().to_string();
+  std::promise<void> sent;
+  auto outcome = std::async(std::launch::async, [&] {
+    PoolRequest r = request("never", "x");
+    // The request is on the socket once call_async returns; the blocked call shares its id.
+    (*client)->call_async(r, [](PoolOutcome) {});
+    sent.set_value();
+    return (*client)->call_with_details(r);
+  });
+  sent.get_future().wait();
+  ASSERT_TRUE([&] {  // the broker holds it queued (no worker): nobody will answer it
+    for (int i = 0; i < 1000; ++i) {
+      auto s = (*broker)->stats();
+      if (s && s->queue_depth == 1) return true;
+    }
+    return false;
+  }());
+  client->reset();
+  PoolOutcome o = outcome.get();
+  ASSERT_FALSE(o.result);
+  EXPECT_EQ(o.result.error().code, "pool.client_closed");
+}
+
+}  // namespace
+}  // namespace cuda_agent

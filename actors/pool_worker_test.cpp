@@ -1,0 +1,101 @@
+// PoolWorker against a hand-driven ROUTER standing in for the broker, so the test sees every
+// frame the worker sends.
+#include "actors/pool_worker.h"
+
+#include <gtest/gtest.h>
+#include <zmq.hpp>
+
+#include <future>
+#include <optional>
+
+#include "actors/pool_transport.h"
+#include "core/log.h"
+#include "messages/pool_codec.h"
+
+namespace cuda_agent {
+namespace {
+
+// The next message from a worker as (routing id, decoded envelope, payload frame); nullopt when
+// nothing arrives within 10 s.
+struct Received {
+  std::string peer;
+  PoolMessage message;
+  std::string payload;
+};
+
+std::optional<Received> next(zmq::socket_t& router) {
+  std::vector<zmq::message_t> parts;
+  std::size_t dropped = 0;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < give_up) {
+    zmq::pollitem_t item{router.handle(), 0, ZMQ_POLLIN, 0};
+    zmq::poll(&item, 1, std::chrono::milliseconds(100));
+    if (!recv_multipart(router, parts, 3, dropped) || parts.size() < 2) continue;
+    auto m = decode_pool_message(view(parts[1]));
+    if (!m) continue;
+    return Received{std::string(view(parts[0])), std::move(*m),
+                    parts.size() > 2 ? std::string(view(parts[2])) : std::string()};
+  }
+  return std::nullopt;
+}
+
+// Covers: a handler running for many heartbeat intervals on a one-slot worker. The thread that
+// took the request in runs it and holds the only slot; another thread must take the socket over
+// by the next heartbeat, so the broker keeps hearing from the worker while the handler runs, and
+// the result still goes out when the handler returns.
+TEST(PoolWorker, HeartbeatsGoOnWhileTheOnlySlotIsBusy) {
+  (void)setup_logging({.level = "error"});
+  zmq::context_t context{1};
+  zmq::socket_t router(context, zmq::socket_type::router);
+  router.set(zmq::sockopt::linger, 0);
+  router.bind("tcp://127.0.0.1:0");
+  PoolWorkerOptions options;
+  options.broker_endpoint = router.get(zmq::sockopt::last_endpoint);
+  options.worker_id = WorkerId{"one-slot"};
+  options.heartbeat_interval_ms = 10;
+  options.broker_timeout_ms = 600'000;  // this stand-in does not echo heartbeats
+  std::promise<void> started;
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  auto worker = PoolWorker::start(options, [&](const WorkItem& item) -> Expected<std::string> {
+    started.set_value();
+    released.wait();
+    return "done:" + item.payload;
+  });
+  ASSERT_TRUE(worker) << worker.error().to_string();
+
+  auto ready = next(router);
+  ASSERT_TRUE(ready && std::holds_alternative<PoolReady>(ready->message));
+  RequestHeader header;
+  header.request_id = RequestId{"long-1"};
+  header.run_id = RunId{"test"};
+  header.deadline_unix_ms = now_unix_ms() + 60'000;
+  (void)router.send(zmq::buffer(ready->peer), zmq::send_flags::sndmore);
+  (void)router.send(take_frame(encode_pool(PoolWork{header, 1, 1})), zmq::send_flags::sndmore);
+  (void)router.send(zmq::str_buffer("x"), zmq::send_flags::none);
+  started.get_future().wait();
+
+  // Four heartbeats after the handler started (the first may have been sent just before).
+  int heartbeats = 0;
+  while (heartbeats < 4) {
+    auto m = next(router);
+    ASSERT_TRUE(m) << "no heartbeat while the handler ran";
+    ASSERT_FALSE(std::holds_alternative<PoolResult>(m->message)) << "result before release";
+    if (std::holds_alternative<PoolHeartbeat>(m->message)) ++heartbeats;
+  }
+  release.set_value();
+  for (;;) {
+    auto m = next(router);
+    ASSERT_TRUE(m) << "no result after the handler returned";
+    if (auto* result = std::get_if<PoolResult>(&m->message)) {
+      EXPECT_EQ(result->request_id.value(), "long-1");
+      EXPECT_FALSE(result->error);
+      EXPECT_EQ(m->payload, "done:x");
+      break;
+    }
+  }
+  EXPECT_EQ((*worker)->handled(), 1u);
+}
+
+}  // namespace
+}  // namespace cuda_agent
