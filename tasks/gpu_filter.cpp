@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
@@ -89,6 +90,8 @@ Expected<GpuFilterOutcome> parse_filter_result(std::string_view text, const std:
         "the filter wrote something that is not a result: " + std::string(text.substr(0, 300)));
   GpuFilterOutcome o;
   o.wall_s = j.value("wall_s", 0.0);
+  if (j.contains("peak_gpu_bytes") && j["peak_gpu_bytes"].is_number_integer())
+    o.peak_gpu_bytes = j["peak_gpu_bytes"].get<std::int64_t>();
   if (!j["ok"].get<bool>()) {
     const json err = j.value("error", json::object());
     const std::string code = err.is_object() ? err.value("code", "filter.internal") : "";
@@ -137,6 +140,7 @@ Expected<GpuFilterOutcome> parse_filter_result(std::string_view text, const std:
                {"torch", versions.value("torch", "")},
                {"wall_s", o.wall_s},
                {"lock_wait_s", o.phases_s["lock_wait"]},
+               {"peak_gpu_bytes", o.peak_gpu_bytes},
                {"phases_s", o.phases_s}});
   return o;
 }
@@ -308,18 +312,23 @@ Expected<GpuFilterOutcome> GpuFilter::run_one(const Task& task) {
   return parsed;
 }
 
-std::int64_t GpuFilter::estimate_bytes(const Task& task) const {
-  constexpr std::int64_t kGiB = std::int64_t{1} << 30;
+std::int64_t task_input_bytes(const Task& task) {
   std::int64_t bytes = 0;
   for (const ValueSpec& v : task.inputs) {
     if (v.kind != "tensor") continue;
-    if (!v.has_shape) return 9 * kGiB;
+    if (!v.has_shape) return -1;
     std::int64_t n = dtype_bytes(v.dtype);
     for (std::int64_t d : v.shape) n *= std::max<std::int64_t>(d, 1);
     bytes += n;
   }
-  if (task.inputs.empty()) return 9 * kGiB;
-  return 6 * bytes + kGiB;
+  return task.inputs.empty() ? -1 : bytes;
+}
+
+std::int64_t GpuFilter::estimate_bytes(const Task& task, double multiplier) const {
+  constexpr std::int64_t kGiB = std::int64_t{1} << 30;
+  const std::int64_t in = task_input_bytes(task);
+  if (in < 0) return 9 * kGiB;
+  return static_cast<std::int64_t>(multiplier * static_cast<double>(in)) + kGiB;
 }
 
 Expected<std::size_t> GpuFilter::run_all(
@@ -334,6 +343,9 @@ Expected<std::size_t> GpuFilter::run_all(
   std::size_t next = 0, running = 0, not_started = 0;
   std::int64_t in_use = 0;
   const std::int64_t budget = options_.memory_budget_bytes;
+  // Peak / input bytes of the children so far; the estimate's multiplier follows them.
+  std::vector<double> ratios;
+  double multiplier = 6.0;
   const std::size_t jobs = std::min(options_.jobs, std::max<std::size_t>(tasks.size(), 1));
 
   auto worker = [&] {
@@ -345,7 +357,7 @@ Expected<std::size_t> GpuFilter::run_all(
         next = tasks.size();
         break;
       }
-      const std::int64_t need = budget > 0 ? estimate_bytes(*tasks[next]) : 0;
+      const std::int64_t need = budget > 0 ? estimate_bytes(*tasks[next], multiplier) : 0;
       if (budget > 0 && running > 0 && in_use + need > budget) {
         cv.wait_for(lock, std::chrono::seconds(1));  // a finishing child frees its share
         continue;
@@ -358,6 +370,18 @@ Expected<std::size_t> GpuFilter::run_all(
       lock.lock();
       --running;
       in_use -= need;
+      if (o && o->peak_gpu_bytes > 0) {
+        const std::int64_t in = task_input_bytes(*tasks[i]);
+        if (in >= (std::int64_t{64} << 20)) {  // small inputs say nothing about the ratio
+          ratios.push_back(static_cast<double>(o->peak_gpu_bytes) / static_cast<double>(in));
+          if (ratios.size() >= 8) {
+            std::vector<double> r = ratios;
+            const std::size_t k = r.size() * 9 / 10;
+            std::nth_element(r.begin(), r.begin() + static_cast<std::ptrdiff_t>(k), r.end());
+            multiplier = std::clamp(1.25 * r[k], 2.0, 12.0);
+          }
+        }
+      }
       if (!o) {
         if (!failure) failure = o.error();
       } else if (o->oom && jobs > 1) {

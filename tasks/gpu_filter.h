@@ -66,8 +66,11 @@ struct GpuFilterOptions {
   std::int64_t run_as_base = 62000;
   /// Put the children in an empty network namespace where allowed. Default: true.
   bool isolate_network = true;
-  /// Children at once are also limited so their estimated GPU memory (6 x the task's input
-  /// bytes where the validator knew the shapes, else 8 GiB, plus 1 GiB) stays under this.
+  /// Children at once are also limited so their estimated GPU memory stays under this: M x the
+  /// task's input bytes plus 1 GiB (9 GiB where the validator did not know the shapes). M starts
+  /// at 6 and, once 8 children have reported their peak (torch's max_memory_reserved), becomes
+  /// 1.25 x the 90th percentile of peak / input bytes seen so far, between 2 and 12. A child that
+  /// still runs out of memory is run again alone at the end.
   /// 0: 70% of the GPU's memory (unlimited on the CPU). Default: 0.
   std::int64_t memory_budget_bytes = 0;
 };
@@ -83,6 +86,8 @@ struct GpuFilterOutcome {
   double compile_ms = 0;  ///< 0: not measured
   bool oom = false;       ///< the failure was running out of GPU memory
   double wall_s = 0;
+  /// The child's peak GPU memory (torch.cuda.max_memory_reserved); 0 on the CPU or unknown.
+  std::int64_t peak_gpu_bytes = 0;
   /// Where the child's time went (seconds): "lock_wait" (waiting for the GPU locks) and the
   /// harness's phases_s ("import_torch", "device_init", "checks", "first_compiled_call").
   std::map<std::string, double> phases_s;
@@ -112,7 +117,7 @@ class GpuFilter {
  private:
   GpuFilter(GpuFilterOptions options, std::string python, std::string script, std::string key,
             std::string visible_device);
-  std::int64_t estimate_bytes(const Task& task) const;
+  std::int64_t estimate_bytes(const Task& task, double multiplier) const;
 
   GpuFilterOptions options_;
   std::string python_;
@@ -125,6 +130,10 @@ class GpuFilter {
 
 /// The outcome a parsed result file gives (exposed for tests). `key` and `content_hash` go into
 /// the summary row.
+/// Bytes the task's tensor inputs take, from the validator's shapes and dtypes; -1 where it did
+/// not know every shape (or found no inputs).
+std::int64_t task_input_bytes(const Task& task);
+
 Expected<GpuFilterOutcome> parse_filter_result(std::string_view json, const std::string& key,
                                                const std::string& content_hash,
                                                std::int64_t now_unix_ms);

@@ -177,6 +177,8 @@ Expected<FilterSummary> filter_tasks(RunStore& store, const TaskFilterOptions& o
       f.eager_ms = d.value("eager_ms", 0.0);
       f.compile_ms = d.value("compile_ms", 0.0);
       f.wall_s = d.value("wall_s", 0.0);
+      f.peak_gpu_bytes = d.value("peak_gpu_bytes", std::int64_t{0});
+      f.input_bytes = task_input_bytes(tasks[i]);
       if (d.contains("phases_s") && d["phases_s"].is_object())
         for (const auto& [name, v] : d["phases_s"].items())
           if (v.is_number()) f.phases_s[name] = v.get<double>();
@@ -216,6 +218,8 @@ Expected<FilterSummary> filter_tasks(RunStore& store, const TaskFilterOptions& o
                      f.compile_ms = o.compile_ms;
                      f.wall_s = o.wall_s;
                      f.phases_s = o.phases_s;
+                     f.peak_gpu_bytes = o.peak_gpu_bytes;
+                     f.input_bytes = task_input_bytes(tasks[i]);
                      if (!o.passed) {
                        f.dropped_by = o.failed_filter;
                        f.reason = o.reason;
@@ -296,7 +300,22 @@ std::string filter_time_text(const FilterSummary& s) {
   std::string out = "seconds per child (median/p90 of " + std::to_string(wall.size()) +
                     "): " + cell("wall", wall);
   for (const auto& [name, v] : phases) out += ", " + cell(name, v);
-  return out + "\n";
+  out += "\n";
+  std::vector<double> peak_gib, ratio;
+  for (const FilteredTask& f : s.tasks) {
+    if (f.peak_gpu_bytes <= 0) continue;
+    peak_gib.push_back(static_cast<double>(f.peak_gpu_bytes) / (1 << 30));
+    if (f.input_bytes > 0)
+      ratio.push_back(static_cast<double>(f.peak_gpu_bytes) / static_cast<double>(f.input_bytes));
+  }
+  if (!peak_gib.empty()) {
+    out += "GPU memory per child (median/p90 of " + std::to_string(peak_gib.size()) +
+           "): peak reserved GiB " + fixed(quantile(peak_gib, 0.5), 1) + "/" +
+           fixed(quantile(peak_gib, 0.9), 1);
+    if (!ratio.empty()) out += ", " + cell("peak / input bytes", ratio);
+    out += "\n";
+  }
+  return out;
 }
 
 std::string filter_report_json(const FilterSummary& s) {
@@ -310,6 +329,7 @@ std::string filter_report_json(const FilterSummary& s) {
       t["wall_s"] = f.wall_s;
       t["phases_s"] = f.phases_s;
     }
+    if (f.peak_gpu_bytes > 0) t["peak_gpu_bytes"] = f.peak_gpu_bytes;
     if (!f.passed) {
       t["dropped_by"] = f.dropped_by;
       t["reason"] = f.reason;

@@ -65,6 +65,10 @@ struct FilteredTask {
   /// empty where no child ran (host drops).
   double wall_s = 0;
   std::map<std::string, double> phases_s;
+  /// The child's peak GPU memory (GpuFilterOutcome::peak_gpu_bytes) and the task's input bytes
+  /// (task_input_bytes); 0 and -1 where unknown.
+  std::int64_t peak_gpu_bytes = 0;
+  std::int64_t input_bytes = -1;
 };
 
 struct FilterSummary {

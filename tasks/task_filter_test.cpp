@@ -89,7 +89,7 @@ TEST(TaskFilter, ScreenDropsDuplicatesAndContaminatedTasksButNotTheEvalSuite) {
 TEST(TaskFilter, ParsesResultsIntoRowsWithASummaryRow) {
   const std::string text = R"({"format": "cuda-agent-filter-result", "version": 1, "ok": true,
     "passed": false, "eager_ms": 0.2, "compile_ms": null, "wall_s": 3.5, "lock_wait_s": 0.25,
-    "phases_s": {"import_torch": 1.5, "checks": 0.5, "bad": "x"},
+    "phases_s": {"import_torch": 1.5, "checks": 0.5, "bad": "x"}, "peak_gpu_bytes": 3221225472,
     "versions": {"torch": "2.11.0", "gpu_name": "NVIDIA H200"},
     "checks": [{"name": "load", "passed": true, "reason": "", "details": {}},
                {"name": "runs_eager", "passed": false, "reason": "CUDA out of memory",
@@ -109,6 +109,8 @@ TEST(TaskFilter, ParsesResultsIntoRowsWithASummaryRow) {
       {"checks", 0.5}, {"import_torch", 1.5}, {"lock_wait", 0.25}};
   EXPECT_EQ(o->phases_s, phases);  // a phase that is not a number is left out
   EXPECT_EQ(d["phases_s"]["import_torch"], 1.5);
+  EXPECT_EQ(o->peak_gpu_bytes, 3221225472);
+  EXPECT_EQ(d["peak_gpu_bytes"], 3221225472);  // kept with the verdict, for the report
 
   Task t = make_task("s", "t", kGood);
   t.filters.push_back(o->results[2]);
@@ -146,6 +148,26 @@ TEST(TaskFilter, SummaryGivesTheMedianAndP90OfEachChildPhase) {
   s.tasks.push_back({.id = TaskId{"s/host-drop"}, .dropped_by = "duplicate"});  // no child
   EXPECT_EQ(filter_time_text(s),
             "seconds per child (median/p90 of 10): wall 6.0/9.0, checks 0.6/0.9\n");
+  for (int i = 0; i < 10; ++i) {
+    s.tasks[i].peak_gpu_bytes = std::int64_t{i + 1} << 30;
+    s.tasks[i].input_bytes = i < 5 ? std::int64_t{1} << 29 : -1;  // half of them unknown
+  }
+  EXPECT_EQ(filter_time_text(s),
+            "seconds per child (median/p90 of 10): wall 6.0/9.0, checks 0.6/0.9\n"
+            "GPU memory per child (median/p90 of 10): peak reserved GiB 6.0/9.0, "
+            "peak / input bytes 6.0/10.0\n");
+}
+
+TEST(TaskFilter, InputBytesComeFromTheValidatorsShapes) {
+  Task t = make_task("s", "t", kGood);
+  t.inputs = {{.kind = "tensor", .shape = {4, 8}, .has_shape = true, .dtype = "float16"},
+              {.kind = "value", .value_json = "3"},
+              {.kind = "tensor", .shape = {2, 0}, .has_shape = true, .dtype = "float32"}};
+  EXPECT_EQ(task_input_bytes(t), 4 * 8 * 2 + 2 * 1 * 4);  // a 0 extent counts as 1
+  t.inputs[2].has_shape = false;
+  EXPECT_EQ(task_input_bytes(t), -1);
+  t.inputs.clear();
+  EXPECT_EQ(task_input_bytes(t), -1);
 }
 
 TEST(TaskFilter, ReportsListEveryDroppedTask) {

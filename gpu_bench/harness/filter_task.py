@@ -429,7 +429,7 @@ def new_result():
     return {"format": FORMAT_RESULT, "version": VERSION, "ok": True, "error": None,
             "passed": False, "checks": [], "not_run": [], "eager_ms": None, "compile_ms": None,
             "versions": {}, "precision_flags": [], "lock_wait_s": 0.0, "wall_s": 0.0,
-            "phases_s": {}}
+            "phases_s": {}, "peak_gpu_bytes": 0}
 
 
 def run_request(request, result):
@@ -467,6 +467,8 @@ def run_request(request, result):
         f.run()
     finally:
         result["lock_wait_s"] = f.locks.waited_s
+        if options["device"].startswith("cuda"):
+            result["peak_gpu_bytes"] = int(torch.cuda.max_memory_reserved())
     ran = [c["name"] for c in result["checks"]]
     result["not_run"] = [c for c in CHECKS if c not in ran]
     result["passed"] = bool(result["checks"]) and all(c["passed"] for c in result["checks"]) \
