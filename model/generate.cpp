@@ -204,6 +204,9 @@ Expected<GenerationEngine> GenerationEngine::create(std::shared_ptr<const Transf
                      return e.model_->make_cache(slots, options.max_seq_len);
                    }));
   e.slots_.resize(slots);
+  if (options.cuda_graphs && decode_graphs_compiled() && e.model_->device().is_cuda()) {
+    e.graphs_ = std::make_unique<DecodeGraphs>(e.cache_.slots, e.cache_.max_seq);
+  }
   return e;
 }
 
@@ -355,9 +358,14 @@ Expected<std::vector<GenerationResult>> GenerationEngine::step() {
     }
     ASSIGN_OR_RETURN(
         at::Tensor logits, torch_call("decode", [&] {
+          if (graphs_) {
+            at::Tensor l = graphs_->decode(*model_, &cache_, rows, tokens, starts);
+            if (l.defined()) return l;
+          }
           auto t = upload_longs(tokens, model_->device()).view({B, 1});
           return model_->forward(t, &cache_, rows, starts, /*last_only=*/true).reshape({B, -1});
         }));
+    if (graphs_) times_.graph_steps = graphs_->replays();
     Clock::time_point t1;
     if (options_.time_phases) {
       sync_device(model_->device());
@@ -412,6 +420,7 @@ Status GenerationEngine::swap_weights(std::shared_ptr<const Transformer> model,
   }
   model_ = std::move(model);
   version_ = policy_version;
+  if (graphs_) graphs_->clear();  // they hold the old weights' addresses
   return Status::ok();
 }
 

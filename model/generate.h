@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "model/decode_graphs.h"
 #include "model/transformer.h"
 
 namespace cuda_agent {
@@ -91,6 +92,13 @@ struct EngineOptions {
   /// Waits for the device after each phase of a step and adds its time to phase_times(): for
   /// benchmarks only (it costs throughput). Default: false.
   bool time_phases = false;
+  /// Replays decode steps from CUDA graphs (model/decode_graphs.h), captured lazily per bucket
+  /// of rows and keys: removes the launch cost that bounds a small model's decode step, for a
+  /// capture (tens of ms) the first time a bucket is used and the memory of its intermediates.
+  /// Applies on CUDA devices in builds against a CUDA libtorch; elsewhere, or when false, every
+  /// step runs eagerly. Logits then differ from the eager step's by rounding only (see there).
+  /// Default: true.
+  bool cuda_graphs = true;
 };
 
 /// Wall time per phase of the engine's steps (with EngineOptions::time_phases), seconds.
@@ -100,6 +108,7 @@ struct EnginePhaseTimes {
   double decode_sample_s = 0;   ///< sampling of those logits, ids and logprobs on the host
   double decode_host_s = 0;     ///< the rest of decode steps: bookkeeping, stop checks
   std::int64_t decode_steps = 0;
+  std::int64_t graph_steps = 0;  ///< decode steps replayed from a CUDA graph (always counted)
 };
 
 /// A request's generator, and the reference sampler on the host. Owns its generator.
@@ -161,8 +170,10 @@ class GenerationEngine {
   std::int64_t slots() const { return cache_.slots; }
   std::int64_t kv_cache_bytes() const { return cache_.bytes(); }
   std::int64_t policy_version() const { return version_; }
-  /// Zero unless EngineOptions::time_phases.
+  /// Zero unless EngineOptions::time_phases (graph_steps always counts).
   const EnginePhaseTimes& phase_times() const { return times_; }
+  /// CUDA graphs captured so far (0 when they do not apply; see EngineOptions::cuda_graphs).
+  std::size_t cuda_graphs_captured() const { return graphs_ ? graphs_->captured() : 0; }
 
  private:
   struct Active {
@@ -185,6 +196,7 @@ class GenerationEngine {
   std::deque<GenerationRequest> waiting_;
   std::vector<std::unique_ptr<Active>> slots_;  // index = slot; null when free
   EnginePhaseTimes times_;
+  std::unique_ptr<DecodeGraphs> graphs_;  // null when CUDA graphs do not apply
 };
 
 }  // namespace cuda_agent

@@ -8,11 +8,17 @@
 //  - prefill tokens/s: one 2048-token prompt, chunks of 512, time of the engine step that
 //    prefills it and samples the first token (median of 3, after a warm-up);
 //  - decode tokens/s at batch 1, 16, 64: B requests of 128-token prompts, 128 greedy new tokens;
-//    time of the decode steps only (after every request's prefill), tokens = B x 127; each step
+//    time of the decode steps only (after every request's prefill), tokens = B x 127, in the
+//    second of two such rounds on one engine (the first warms up, as transformers' side does
+//    a warm-up generate, and captures the CUDA graphs); each step
 //    ends with the sampled ids copied to the host, so every timed step is complete on the device;
-//  - the same decode again with EngineOptions::time_phases (the device synchronised after each
-//    phase, so slightly slower): ms per step in the forward (host inputs to logits on the
-//    device), in sampling (ids and logprobs back on the host) and in the engine's host work;
+//    once with EngineOptions::cuda_graphs (the default; "graphs on", with the number of graphs
+//    captured) and once without ("graphs off");
+//    on the CPU graphs never apply and both lines are eager;
+//  - the same decode again with graphs on and EngineOptions::time_phases (the device
+//    synchronised after each phase, so slightly slower): ms per step in the forward (host inputs
+//    to logits on the device), in sampling (ids and logprobs back on the host) and in the
+//    engine's host work, and how many steps replayed a graph;
 //  - KV-cache bytes per token: 2 x layers x kv_heads x head_dim x dtype bytes.
 #include <algorithm>
 #include <chrono>
@@ -121,35 +127,59 @@ int main() {
   const std::int64_t prompt_len = 128, new_tokens = cuda ? 128 : 16;
   for (std::int64_t batch : {1, 16, 64}) {
     if (!cuda && batch == 64) break;
-    for (bool phases : {false, true}) {
-      auto e = GenerationEngine::create(
-          model, 0,
-          {.max_batch = batch, .max_seq_len = prompt_len + new_tokens, .time_phases = phases});
+    struct Mode {
+      bool graphs, phases;
+    };
+    for (Mode mode : {Mode{true, false}, Mode{false, false}, Mode{true, true}}) {
+      const bool phases = mode.phases;
+      auto e = GenerationEngine::create(model, 0,
+                                        {.max_batch = batch,
+                                         .max_seq_len = prompt_len + new_tokens,
+                                         .time_phases = phases,
+                                         .cuda_graphs = mode.graphs});
       if (!e) return std::fprintf(stderr, "%s\n", e.error().to_string().c_str()), 1;
-      for (std::int64_t i = 0; i < batch; ++i) {
-        (void)e->submit({.id = std::uint64_t(i),
-                         .prompt = random_prompt(prompt_len, i + 7),
-                         .params = {.temperature = 0, .max_new_tokens = new_tokens}});
-      }
-      if (!e->step()) return std::fprintf(stderr, "prefill failed\n"), 1;  // all prefills
-      auto t = Clock::now();
+      // Round 0 warms up (and captures the graphs); round 1 is timed.
+      double s = 0;
       std::int64_t steps = 0;
-      while (e->running() > 0) {
-        if (!e->step()) return std::fprintf(stderr, "decode failed\n"), 1;
-        ++steps;
+      EnginePhaseTimes p;
+      for (std::uint64_t round = 0; round < 2; ++round) {
+        for (std::int64_t i = 0; i < batch; ++i) {
+          (void)e->submit({.id = round * std::uint64_t(batch) + std::uint64_t(i),
+                           .prompt = random_prompt(
+                               prompt_len, std::uint64_t(i) + 7 + round * std::uint64_t(batch)),
+                           .params = {.temperature = 0, .max_new_tokens = new_tokens}});
+        }
+        if (!e->step()) return std::fprintf(stderr, "prefill failed\n"), 1;  // all prefills
+        const EnginePhaseTimes before = e->phase_times();
+        auto t = Clock::now();
+        steps = 0;
+        while (e->running() > 0) {
+          if (!e->step()) return std::fprintf(stderr, "decode failed\n"), 1;
+          ++steps;
+        }
+        s = seconds_since(t);
+        const EnginePhaseTimes& after = e->phase_times();
+        p = {.decode_forward_s = after.decode_forward_s - before.decode_forward_s,
+             .decode_sample_s = after.decode_sample_s - before.decode_sample_s,
+             .decode_host_s = after.decode_host_s - before.decode_host_s,
+             .decode_steps = after.decode_steps - before.decode_steps,
+             .graph_steps = after.graph_steps - before.graph_steps};
       }
-      const double s = seconds_since(t);
       if (!phases) {
-        std::printf("decode batch %3lld: %8.0f tokens/s (%lld steps, %.2f ms/step)\n",
-                    static_cast<long long>(batch), batch * (new_tokens - 1) / s,
-                    static_cast<long long>(steps), 1e3 * s / steps);
+        std::printf(
+            "decode batch %3lld: %8.0f tokens/s (%lld steps, %.2f ms/step) graphs %s (%zu "
+            "captured)\n",
+            static_cast<long long>(batch), batch * (new_tokens - 1) / s,
+            static_cast<long long>(steps), 1e3 * s / steps, mode.graphs ? "on" : "off",
+            e->cuda_graphs_captured());
       } else {
-        const EnginePhaseTimes& p = e->phase_times();
         const double n = double(std::max<std::int64_t>(p.decode_steps, 1));
         std::printf(
-            "  phases (synchronised, %.2f ms/step): forward %.2f, sampling %.2f, host %.2f ms\n",
+            "  phases (graphs on, synchronised, %.2f ms/step): forward %.2f, sampling %.2f, host "
+            "%.2f ms; %lld of %lld steps from a graph\n",
             1e3 * s / steps, 1e3 * p.decode_forward_s / n, 1e3 * p.decode_sample_s / n,
-            1e3 * p.decode_host_s / n);
+            1e3 * p.decode_host_s / n, static_cast<long long>(p.graph_steps),
+            static_cast<long long>(p.decode_steps));
       }
     }
   }

@@ -40,6 +40,34 @@ std::vector<GenerationResult> run_all(std::shared_ptr<const Transformer> m,
   return *out;
 }
 
+// Buckets of the decode graphs: the smallest listed size that holds the step, capped by the
+// cache. (The graphs themselves need a GPU: decode_graphs_test.cpp.)
+TEST(DecodeGraphBuckets, SmallestListedSizeThatHolds) {
+  EXPECT_EQ(DecodeGraphs::bucket_rows(1, 64), 1);
+  EXPECT_EQ(DecodeGraphs::bucket_rows(3, 64), 4);
+  EXPECT_EQ(DecodeGraphs::bucket_rows(9, 64), 16);
+  EXPECT_EQ(DecodeGraphs::bucket_rows(16, 64), 16);
+  EXPECT_EQ(DecodeGraphs::bucket_rows(17, 64), 24);
+  EXPECT_EQ(DecodeGraphs::bucket_rows(65, 256), 96);
+  EXPECT_EQ(DecodeGraphs::bucket_rows(5, 6), 6);
+  EXPECT_EQ(DecodeGraphs::bucket_keys(1, 4096), 256);
+  EXPECT_EQ(DecodeGraphs::bucket_keys(257, 4096), 512);
+  EXPECT_EQ(DecodeGraphs::bucket_keys(257, 300), 300);
+}
+
+// Without CUDA (or with the option off) no graph is made and every step runs eagerly.
+TEST(DecodeGraphBuckets, CpuEnginesRunEagerly) {
+  auto e = GenerationEngine::create(tiny(), 0, {.max_batch = 2, .max_seq_len = 32});
+  ASSERT_TRUE(e);
+  ASSERT_TRUE(e->submit({.id = 1, .prompt = prompt(4, 1), .params = {.max_new_tokens = 3}}));
+  ASSERT_TRUE(e->run());
+  EXPECT_EQ(e->cuda_graphs_captured(), 0u);
+  EXPECT_EQ(e->phase_times().graph_steps, 0);
+  DecodeGraphs graphs(2, 32);
+  KvCache cache = tiny()->make_cache(2, 32);
+  EXPECT_FALSE(graphs.decode(*tiny(), &cache, {0}, {1}, {3}).defined());
+}
+
 TEST(Generate, GreedyEqualsArgmaxOfFullForwardWithItsLogprobs) {
   for (const char* type : {"qwen2", "llama", "qwen3"}) {
     auto m = tiny(type);

@@ -95,10 +95,25 @@ std::pair<at::Tensor, at::Tensor> rope_cos_sin(const at::Tensor& positions,
                                                at::ScalarType dtype) {
   auto freqs = positions.to(at::kFloat).unsqueeze(-1) * inv_freq.unsqueeze(1);  // [B, T, hd/2]
   auto emb = at::cat({freqs, freqs}, -1);
-  return {(emb.cos() * scale).to(dtype).unsqueeze(1), (emb.sin() * scale).to(dtype).unsqueeze(1)};
+  return {(emb.cos() * scale).to(dtype).unsqueeze(2), (emb.sin() * scale).to(dtype).unsqueeze(2)};
 }
 
 namespace {
+// Additive attention mask [B, 1, rep * T, kv_attn] in `dtype` for queries at `positions` [B, T]
+// (device): key j is hidden after position p. Queries are folded per key head (see StepInputs).
+at::Tensor causal_cache_mask(const at::Tensor& positions, std::int64_t kv_attn, std::int64_t rep,
+                             at::ScalarType dtype) {
+  const std::int64_t B = positions.size(0), T = positions.size(1);
+  auto j = at::arange(kv_attn, positions.options()).view({1, 1, kv_attn});
+  auto hidden_keys = j > positions.unsqueeze(-1);  // [B, T, kv_attn]: key j after position p
+  auto m = at::zeros({B, T, kv_attn}, positions.options().dtype(dtype))
+               .masked_fill(hidden_keys, -INFINITY);
+  return m.unsqueeze(1)
+      .unsqueeze(1)
+      .expand({B, 1, rep, T, kv_attn})
+      .reshape({B, 1, rep * T, kv_attn});
+}
+
 template <class T>
 at::Tensor upload(const std::vector<T>& values, at::ScalarType type, at::Device device) {
   auto opts = at::TensorOptions().dtype(type);
@@ -211,7 +226,7 @@ KvCache Transformer::make_cache(std::int64_t slots, std::int64_t max_seq) const 
 // Built once per forward on the host and the device, shared by every layer.
 struct Transformer::StepInputs {
   std::int64_t B = 0, T = 0;
-  at::Tensor cos, sin;  // [B or 1, 1, T, hd] model dtype
+  at::Tensor cos, sin;  // [B or 1, T, 1, hd] model dtype
   // No cache, or every row starts at 0: causal attention over this call's own keys.
   bool fresh = true;
   // With a cache:
@@ -288,21 +303,14 @@ Transformer::StepInputs Transformer::step_inputs(
     std::tie(in.cos, in.sin) = rope_cos_sin(positions, at::stack(invs).to(dev), scale, dtype());
   } else {
     auto flat = positions.reshape({-1});
-    in.cos = cache->rope_cos.index_select(0, flat).view({B, 1, T, hd});
-    in.sin = cache->rope_sin.index_select(0, flat).view({B, 1, T, hd});
+    in.cos = cache->rope_cos.index_select(0, flat).view({B, T, 1, hd});
+    in.sin = cache->rope_sin.index_select(0, flat).view({B, T, 1, hd});
   }
   if (!in.fresh) {
     // A multiple of 16 keys keeps the fused kernels' mask aligned; keys past a row's length are
     // masked (the cache holds finite values there: zeros or an earlier sequence's).
     in.kv_attn = std::min(cache->max_seq, (kv_len + 15) / 16 * 16);
-    auto j = at::arange(in.kv_attn, positions.options()).view({1, 1, in.kv_attn});
-    auto hidden_keys = j > positions.unsqueeze(-1);  // [B, T, kv_attn]: key j after position p
-    auto m = at::zeros({B, T, in.kv_attn}, at::TensorOptions().dtype(dtype()).device(dev))
-                 .masked_fill(hidden_keys, -INFINITY);
-    in.mask = m.unsqueeze(1)
-                  .unsqueeze(1)
-                  .expand({B, 1, rep, T, in.kv_attn})
-                  .reshape({B, 1, rep * T, in.kv_attn});
+    in.mask = causal_cache_mask(positions, in.kv_attn, rep, dtype());
   }
   return in;
 }
@@ -312,21 +320,25 @@ at::Tensor Transformer::attention(const LayerWeights& lw, std::size_t layer, con
   const ModelConfig& c = config_;
   const std::int64_t B = in.B, T = in.T, nh = c.num_attention_heads, kvh = c.num_key_value_heads,
                      hd = c.head_dim;
-  auto q = at::linear(x, lw.q_w, lw.q_b).view({B, T, nh, hd});
-  auto k = at::linear(x, lw.k_w, lw.k_b).view({B, T, kvh, hd});
-  auto v = at::linear(x, lw.v_w, lw.v_b).view({B, T, kvh, hd});
+  // One matmul for q, k and v; one rotation for the q and k heads together.
+  auto qkv = at::linear(x, lw.qkv_w, lw.qkv_b);  // [B, T, (nh + 2 kvh) * hd]
+  auto qk = qkv.narrow(-1, 0, (nh + kvh) * hd).view({B, T, nh + kvh, hd});
   if (c.qk_norm) {
-    q = rms_norm(q, lw.q_norm, c.rms_norm_eps);
-    k = rms_norm(k, lw.k_norm, c.rms_norm_eps);
+    qk = at::cat({rms_norm(qk.narrow(2, 0, nh), lw.q_norm, c.rms_norm_eps),
+                  rms_norm(qk.narrow(2, nh, kvh), lw.k_norm, c.rms_norm_eps)},
+                 2);
   }
-  q = apply_rope(q.transpose(1, 2), in.cos, in.sin);  // [B, nh, T, hd]
-  k = apply_rope(k.transpose(1, 2), in.cos, in.sin);  // [B, kvh, T, hd]
-  v = v.transpose(1, 2);
+  qk = apply_rope(qk, in.cos, in.sin);             // [B, T, nh + kvh, hd]
+  auto q = qk.narrow(2, 0, nh).transpose(1, 2);    // [B, nh, T, hd]
+  auto k = qk.narrow(2, nh, kvh).transpose(1, 2);  // [B, kvh, T, hd]
+  auto v = qkv.narrow(-1, (nh + kvh) * hd, kvh * hd).view({B, T, kvh, hd}).transpose(1, 2);
   at::Tensor out;
   if (cache != nullptr) {
-    // Row (b, h, t) of k goes to the cache row in.write_rows[(b * kvh + h) * T + t].
-    cache->k[layer].view({-1, hd}).index_copy_(0, in.write_rows, k.reshape({-1, hd}));
-    cache->v[layer].view({-1, hd}).index_copy_(0, in.write_rows, v.reshape({-1, hd}));
+    // Row (b, h, t) of k goes to the cache row in.write_rows[(b * kvh + h) * T + t]; k and v
+    // are strided views of qkv, written without a contiguous copy.
+    const auto rows = in.write_rows.view({B, kvh, T});
+    cache->k[layer].view({-1, hd}).index_put_({at::indexing::TensorIndex(rows)}, k);
+    cache->v[layer].view({-1, hd}).index_put_({at::indexing::TensorIndex(rows)}, v);
   }
   if (in.fresh) {
     out = torch_compat::causal_attention_gqa(q, k, v);
@@ -355,15 +367,46 @@ at::Tensor Transformer::hidden(const at::Tensor& tokens, KvCache* cache,
   const ModelConfig& c = config_;
   const StepInputs in =
       step_inputs(tokens.size(0), tokens.size(1), cache, slots, starts, rope_lengths);
-  auto x = at::embedding(w_.embed, tokens);
+  return run_layers(at::embedding(w_.embed, tokens), in, cache);
+}
+
+at::Tensor Transformer::run_layers(at::Tensor x, const StepInputs& in, KvCache* cache) const {
+  const ModelConfig& c = config_;
+  const std::int64_t I = c.intermediate_size;
   for (std::size_t l = 0; l < w_.layers.size(); ++l) {
     const LayerWeights& lw = w_.layers[l];
     x = x + attention(lw, l, rms_norm(x, lw.input_norm, c.rms_norm_eps), in, cache);
     auto h = rms_norm(x, lw.post_norm, c.rms_norm_eps);
-    auto mlp = at::silu(at::linear(h, lw.gate_w, lw.gate_b)) * at::linear(h, lw.up_w, lw.up_b);
+    auto gate_up = at::linear(h, lw.gate_up_w, lw.gate_up_b);  // [B, T, 2 * inter]
+    auto mlp = at::silu(gate_up.narrow(-1, 0, I)) * gate_up.narrow(-1, I, I);
     x = x + at::linear(mlp, lw.down_w, lw.down_b);
   }
   return rms_norm(x, w_.final_norm, c.rms_norm_eps);
+}
+
+at::Tensor Transformer::decode_slots(const at::Tensor& tokens, const at::Tensor& positions,
+                                     std::int64_t kv_keys, KvCache* cache) const {
+  const ModelConfig& c = config_;
+  const std::int64_t B = tokens.size(0), kvh = c.num_key_value_heads, hd = c.head_dim;
+  TORCH_CHECK(cache != nullptr && B <= cache->slots && kv_keys <= cache->max_seq,
+              "decode_slots: rows must be cache slots, kv_keys within the cache");
+  StepInputs in;
+  in.B = B;
+  in.T = 1;
+  in.fresh = false;
+  in.consecutive = true;
+  in.first_slot = 0;
+  in.kv_attn = kv_keys;
+  // Row (b, h) writes cache row (b * kvh + h) * max_seq + positions[b], as step_inputs' rows.
+  in.write_rows = (at::arange(B * kvh, positions.options()).view({B, kvh}) * cache->max_seq +
+                   positions.view({B, 1}))
+                      .reshape({-1});
+  in.cos = cache->rope_cos.index_select(0, positions).view({B, 1, 1, hd});
+  in.sin = cache->rope_sin.index_select(0, positions).view({B, 1, 1, hd});
+  in.mask =
+      causal_cache_mask(positions.view({B, 1}), kv_keys, c.num_attention_heads / kvh, dtype());
+  auto h = run_layers(at::embedding(w_.embed, tokens.view({B, 1})), in, cache);
+  return logits(h).view({B, -1});
 }
 
 at::Tensor Transformer::logits(const at::Tensor& hidden) const {
@@ -423,6 +466,29 @@ void for_each_param(const ModelConfig& c, TransformerWeights& w, F&& f) {
     f("lm_head.weight", std::vector<std::int64_t>{V, H}, false, &w.lm_head);
 }
 
+// Stacks each layer's q/k/v and gate/up weights (and biases) into one tensor and makes the
+// per-projection tensors views of it (see LayerWeights).
+void stack_projections(TransformerWeights& w) {
+  auto stack = [](std::initializer_list<at::Tensor*> parts, at::Tensor& stacked) {
+    if (!(*parts.begin())->defined()) return;
+    std::vector<at::Tensor> all;
+    for (at::Tensor* p : parts) all.push_back(*p);
+    stacked = at::cat(all, 0);
+    std::int64_t row = 0;
+    for (at::Tensor* p : parts) {
+      const std::int64_t n = p->size(0);
+      *p = stacked.narrow(0, row, n);
+      row += n;
+    }
+  };
+  for (LayerWeights& l : w.layers) {
+    stack({&l.q_w, &l.k_w, &l.v_w}, l.qkv_w);
+    stack({&l.q_b, &l.k_b, &l.v_b}, l.qkv_b);
+    stack({&l.gate_w, &l.up_w}, l.gate_up_w);
+    stack({&l.gate_b, &l.up_b}, l.gate_up_b);
+  }
+}
+
 }  // namespace
 
 Expected<Transformer> Transformer::load(const std::string& dir, const LoadOptions& options) {
@@ -448,6 +514,7 @@ Expected<Transformer> Transformer::load(const std::string& dir, const LoadOption
       });
   if (!status) return status.error();
   if (c.tie_word_embeddings) w.lm_head = w.embed;
+  stack_projections(w);
   return Transformer(std::move(c), std::move(w));
 }
 
@@ -464,6 +531,7 @@ Transformer Transformer::random(const ModelConfig& config, std::uint64_t seed,
                    *out = t.to(options.device, dtype);
                  });
   if (config.tie_word_embeddings) w.lm_head = w.embed;
+  stack_projections(w);
   ModelConfig c = config;
   c.torch_dtype = dtype == at::kFloat ? "float32" : dtype == at::kBFloat16 ? "bfloat16" : "float16";
   return Transformer(std::move(c), std::move(w));

@@ -38,14 +38,23 @@
 
 namespace cuda_agent {
 
+// The q, k and v projections are stored stacked, one matrix per layer, and so are gate and up:
+// a decode step is bound by kernel launches, and one matmul over the stacked rows gives every
+// output column the same dot product as its own matmul. The per-projection tensors are views of
+// the stacked ones (rows), so editing them in place edits what forward uses.
 struct LayerWeights {
   at::Tensor input_norm;            // [hidden]
-  at::Tensor q_w, k_w, v_w, o_w;    // [heads*hd, hidden], [kv*hd, hidden] x2, [hidden, heads*hd]
-  at::Tensor q_b, k_b, v_b;         // [out] or undefined (no attention bias)
+  at::Tensor qkv_w;                 // [(heads + 2 kv) * hd, hidden]: q rows, k rows, v rows
+  at::Tensor qkv_b;                 // [(heads + 2 kv) * hd] or undefined (no attention bias)
+  at::Tensor q_w, k_w, v_w, o_w;    // views of qkv_w: [heads*hd, hidden], [kv*hd, hidden] x2;
+                                    // o_w [hidden, heads*hd]
+  at::Tensor q_b, k_b, v_b;         // views of qkv_b, or undefined
   at::Tensor q_norm, k_norm;        // [head_dim] (Qwen3) or undefined
   at::Tensor post_norm;             // [hidden]
-  at::Tensor gate_w, up_w, down_w;  // [inter, hidden] x2, [hidden, inter]
-  at::Tensor gate_b, up_b, down_b;  // mlp_bias only
+  at::Tensor gate_up_w;             // [2 * inter, hidden]: gate rows, then up rows
+  at::Tensor gate_up_b;             // [2 * inter], mlp_bias only
+  at::Tensor gate_w, up_w, down_w;  // views of gate_up_w: [inter, hidden] x2; [hidden, inter]
+  at::Tensor gate_b, up_b, down_b;  // mlp_bias only (gate_b, up_b: views of gate_up_b)
 };
 
 struct TransformerWeights {
@@ -109,6 +118,16 @@ class Transformer {
                      const std::vector<std::int64_t>& rope_lengths = {}) const;
   at::Tensor forward(const at::Tensor& tokens) const { return forward(tokens, nullptr, {}, {}); }
 
+  /// The decode step a CUDA graph captures (model/decode_graphs.h): row b is cache slot b; it
+  /// takes token tokens[b] at position positions[b] and attends to the first `kv_keys` positions
+  /// of its slot (those after positions[b] masked). tokens, positions: [B] int64 on the model's
+  /// device, B <= cache->slots, every position < kv_keys <= cache->max_seq. The whole call stays
+  /// on the device (no host copy, no synchronisation, no shape read back), so it can be captured.
+  /// Uses the cache's RoPE table: not for dynamic NTK past max_position_embeddings. The same
+  /// arithmetic as forward(..., last_only = true) over those rows. Returns logits [B, vocab].
+  at::Tensor decode_slots(const at::Tensor& tokens, const at::Tensor& positions,
+                          std::int64_t kv_keys, KvCache* cache) const;
+
   /// RoPE inverse frequencies [head_dim / 2] (float32) for a sequence reaching `seq_len`
   /// positions, and the factor cos/sin are scaled by (YaRN's attention factor; 1 otherwise).
   std::pair<at::Tensor, double> rope_inv_freq(std::int64_t seq_len) const;
@@ -123,6 +142,7 @@ class Transformer {
                          const std::vector<std::int64_t>& rope_lengths) const;
   at::Tensor attention(const LayerWeights& lw, std::size_t layer, const at::Tensor& x,
                        const StepInputs& in, KvCache* cache) const;
+  at::Tensor run_layers(at::Tensor x, const StepInputs& in, KvCache* cache) const;
 
   ModelConfig config_;
   TransformerWeights w_;
@@ -130,9 +150,9 @@ class Transformer {
 
 /// Weighted RMSNorm as transformers computes it: float32 statistics, cast back, then the weight.
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps);
-/// Applies RoPE in the rotate-half convention. x: [B, heads, T, hd]; cos, sin: [B, 1, T, hd].
+/// Applies RoPE in the rotate-half convention. x: [B, T, heads, hd]; cos, sin: [B, T, 1, hd].
 at::Tensor apply_rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin);
-/// RoPE cos and sin [B, 1, T, hd] in `dtype` as transformers computes them (float32 angles
+/// RoPE cos and sin [B, T, 1, hd] in `dtype` as transformers computes them (float32 angles
 /// position x inverse frequency, scaled by `scale`, then cast). positions: [B, T] int64;
 /// inv_freq: [B or 1, hd / 2] float32, on the positions' device.
 std::pair<at::Tensor, at::Tensor> rope_cos_sin(const at::Tensor& positions,

@@ -118,6 +118,52 @@ TEST_P(Family, KvCacheDecodingEqualsFullForward) {
   }
 }
 
+// The graph body (decode_slots: rows are slots 0 .. B-1, inputs on the device) is the cached
+// forward's arithmetic: the same logits and cache writes; a slot that is not decoded (a padding
+// row at max_seq - 1) leaves the running slots' rows alone.
+TEST_P(Family, DecodeSlotsEqualsTheCachedForward) {
+  auto m = Transformer::random(tiny_config(GetParam()), 13);
+  const std::int64_t V = m.config().vocab_size;
+  auto ids = at::tensor(some_ids(20, V, 3), at::kLong);
+  KvCache eager = m.make_cache(3, 32), slots = m.make_cache(3, 32);
+  for (KvCache* c : {&eager, &slots}) {
+    m.forward(ids.narrow(0, 0, 6).view({1, 6}), c, {0}, {0});
+    m.forward(ids.narrow(0, 6, 9).view({1, 9}), c, {2}, {0});
+  }
+  for (std::int64_t step = 0; step < 3; ++step) {
+    auto tokens = at::stack({ids.narrow(0, 15 + step, 1), ids.narrow(0, 16 - step, 1)});
+    auto want = m.forward(tokens, &eager, {0, 2}, {6 + step, 9 + step}, true).view({2, V});
+    // Row 1 pads: token 0 at the last position of slot 1.
+    auto all_tokens = at::stack({tokens[0][0], at::zeros({}, at::kLong), tokens[1][0]});
+    auto got = m.decode_slots(
+        all_tokens, at::tensor(std::vector<std::int64_t>{6 + step, 31, 9 + step}, at::kLong),
+        /*kv_keys=*/32, &slots);
+    EXPECT_LT(max_diff(got[0], want[0]), 1e-5) << "step " << step;
+    EXPECT_LT(max_diff(got[2], want[1]), 1e-5) << "step " << step;
+  }
+  for (std::size_t l = 0; l < eager.k.size(); ++l) {
+    for (std::int64_t s : {0, 2}) {
+      EXPECT_LT(max_diff(slots.k[l][s].narrow(1, 0, 12), eager.k[l][s].narrow(1, 0, 12)), 1e-5);
+      EXPECT_LT(max_diff(slots.v[l][s].narrow(1, 0, 12), eager.v[l][s].narrow(1, 0, 12)), 1e-5);
+    }
+  }
+}
+
+// q/k/v and gate/up are stored stacked; the per-projection tensors are views of those rows.
+TEST(TransformerWeightsLayout, ProjectionsAreViewsOfTheStackedWeights) {
+  auto m = Transformer::random(tiny_config("qwen2"), 14);
+  const LayerWeights& l = m.weights().layers[1];
+  const ModelConfig& c = m.config();
+  const std::int64_t q = c.num_attention_heads * c.head_dim,
+                     kv = c.num_key_value_heads * c.head_dim;
+  EXPECT_EQ(l.qkv_w.size(0), q + 2 * kv);
+  EXPECT_EQ(max_diff(l.qkv_w.narrow(0, q + kv, kv), l.v_w), 0.0);
+  EXPECT_EQ(max_diff(l.qkv_b.narrow(0, q, kv), l.k_b), 0.0);
+  EXPECT_EQ(l.v_w.data_ptr(), l.qkv_w.narrow(0, q + kv, kv).data_ptr());
+  EXPECT_EQ(l.up_w.data_ptr(),
+            l.gate_up_w.narrow(0, c.intermediate_size, c.intermediate_size).data_ptr());
+}
+
 INSTANTIATE_TEST_SUITE_P(Model, Family, ::testing::Values("qwen2", "llama", "qwen3"));
 
 // Runs where libtorch sees a GPU (the GPU node's build); skips elsewhere.
