@@ -1,0 +1,37 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    """
+    Synthesized fused-operator task: nn.Conv3d -> F.tanhshrink -> torch.narrow -> torch.cat.
+    Input (batch_size, 16, 16, 32, 32), output (batch_size, 8, 16, 32, 32).
+    """
+
+    def __init__(self, padding, stride, kernel_size, out_channels, in_channels):
+        super(Model, self).__init__()
+        self.conv = nn.Conv3d(in_channels, out_channels, kernel_size, stride=stride, padding=padding)
+
+    def forward(self, x):
+        x = self.conv(x)
+        x = F.tanhshrink(x)
+        x = torch.narrow(x, 1, 1, 4)
+        x = torch.cat([x, torch.relu(x)], dim=1)
+        return x
+
+
+batch_size = 4048
+padding = 1
+stride = 1
+kernel_size = 3
+out_channels = 8
+in_channels = 16
+
+
+def get_inputs():
+    return [torch.randn(batch_size, 16, 16, 32, 32)]
+
+
+def get_init_inputs():
+    return [padding, stride, kernel_size, out_channels, in_channels]

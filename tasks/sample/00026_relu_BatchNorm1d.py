@@ -1,0 +1,31 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    """
+    Synthesized fused-operator task: torch.relu -> nn.BatchNorm1d.
+    Input (batch_size, 8192), output (batch_size, 8192).
+    """
+
+    def __init__(self, num_features):
+        super(Model, self).__init__()
+        self.batch_norm = nn.BatchNorm1d(num_features)
+
+    def forward(self, x):
+        x = torch.relu(x)
+        x = self.batch_norm(x)
+        return x
+
+
+batch_size = 131072
+num_features = 8192
+
+
+def get_inputs():
+    return [torch.randn(batch_size, 8192)]
+
+
+def get_init_inputs():
+    return [num_features]

@@ -1,0 +1,33 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    """
+    Synthesized fused-operator task: torch.addmm -> F.mish.
+    Input (batch_size, 4096), output (batch_size, 512).
+    """
+
+    def __init__(self, in_features, out_features):
+        super(Model, self).__init__()
+        self.weight = nn.Parameter(torch.randn(in_features, out_features) * 0.02)
+        self.bias = nn.Parameter(torch.zeros(out_features))
+
+    def forward(self, x):
+        x = torch.addmm(self.bias, x, self.weight)
+        x = F.mish(x)
+        return x
+
+
+batch_size = 155952
+in_features = 4096
+out_features = 512
+
+
+def get_inputs():
+    return [torch.randn(batch_size, 4096)]
+
+
+def get_init_inputs():
+    return [in_features, out_features]
