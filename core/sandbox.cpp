@@ -123,6 +123,16 @@ Expected<pid_t> fork_confined(const SandboxSpec& spec, bool isolate, char* const
   return pid;
 }
 
+// execve's argv/envp form of `strings`: pointers into them, then a null. Built before fork (the
+// child may not allocate); `strings` must outlive the result.
+std::vector<char*> c_strings(const std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  out.reserve(strings.size() + 1);
+  for (const auto& s : strings) out.push_back(const_cast<char*>(s.c_str()));
+  out.push_back(nullptr);
+  return out;
+}
+
 Status check_spec(const SandboxSpec& spec) {
   if (spec.argv.empty() || spec.argv[0].empty() || spec.argv[0][0] != '/')
     return make_error(ErrorCategory::kInvalidInput, "sandbox.spawn",
@@ -165,11 +175,7 @@ Expected<SandboxResult> run_sandboxed(const SandboxSpec& spec) {
   const bool isolate = spec.isolate_network && can_isolate_network();
 
   // Everything the child needs is built before fork: it may not allocate afterwards.
-  std::vector<char*> argv, envp;
-  for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  for (const auto& e : spec.env) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
+  const std::vector<char*> argv = c_strings(spec.argv), envp = c_strings(spec.env);
   const SandboxLimits& lim = spec.limits;
 
   int out_pipe[2], in_pipe[2];
@@ -297,11 +303,8 @@ Expected<SandboxResult> run_sandboxed(const SandboxSpec& spec) {
 Expected<SandboxedProcess> SandboxedProcess::start(const SandboxSpec& spec, int control_fd) {
   RETURN_IF_ERROR(check_spec(spec));
   const bool isolate = spec.isolate_network && can_isolate_network();
-  std::vector<char*> argv, envp;
-  for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  for (const auto& e : spec.env) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
+  // Built before fork, as in run_sandboxed.
+  const std::vector<char*> argv = c_strings(spec.argv), envp = c_strings(spec.env);
   Fd out_r, out_w;
   if (!make_pipe(out_r, out_w)) return spawn_error("pipe", errno);
   Fd null_in(::open("/dev/null", O_RDONLY | O_CLOEXEC));

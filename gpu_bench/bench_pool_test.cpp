@@ -3,14 +3,11 @@
 #include "gpu_bench/bench_pool.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
-
-#include <cstdlib>
-#include <filesystem>
 
 #include "actors/work_pool_broker.h"
 #include "core/clock.h"
 #include "core/content_hash.h"
+#include "gpu_bench/bench_test_util.h"
 
 namespace cuda_agent {
 namespace {
@@ -18,15 +15,8 @@ namespace {
 class BenchPool : public ::testing::Test {
  protected:
   void SetUp() override {
-    BenchServiceOptions o;
-    const char* src = std::getenv("CUDA_AGENT_SOURCE_DIR");
-    o.harness_dir = std::string(src ? src : ".") + "/gpu_bench/testdata/fake_harness";
-    o.bench.python = ::access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
-    o.work_root =
-        (std::filesystem::temp_directory_path() / ("bench-pool-test-" + std::to_string(::getpid())))
-            .string();
+    BenchServiceOptions o = bench_test::fake_harness_options("bench-pool-test");
     o.worker_id = WorkerId{"bench-0"};
-    o.health_check = [] { return Status(); };
     auto service = BenchService::create(o);
     ASSERT_TRUE(service) << service.error().to_string();
     auto broker = WorkPoolBroker::start({.name = "bench-pool"});

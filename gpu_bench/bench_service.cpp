@@ -234,13 +234,8 @@ Expected<BenchEvaluation> BenchService::evaluate(const BenchJob& job) {
   if (job.mode == BenchMode::kUnknown)
     return bench_error(ErrorCategory::kInvalidInput, "bench.request", "unknown bench mode");
   const std::uint64_t seq = ++jobs_;
-  fs::path dir = fs::path(options_.work_root) / ("job-" + std::to_string(seq));
-  std::error_code ec;
-  fs::remove_all(dir, ec);
-  fs::create_directories(dir / "tmp", ec);
-  if (ec)
-    return bench_error(ErrorCategory::kIo, "bench.job",
-                       "cannot create '" + dir.string() + "': " + ec.message());
+  // Made (and, for a re-run, made again) by write_job_dir; removed here at the end.
+  const fs::path dir = fs::path(options_.work_root) / ("job-" + std::to_string(seq));
   // The compile baseline of a task this service has measured before, unless told otherwise.
   std::optional<CachedBaseline> baseline = job.baseline;
   const std::string memo_key =
@@ -263,6 +258,7 @@ Expected<BenchEvaluation> BenchService::evaluate(const BenchJob& job) {
     const double compiled = median_of(out->result.compile_trial_us);
     if (compiled > 0) compile_memo_[memo_key] = compiled;
   }
+  std::error_code ec;
   if (!options_.keep_jobs) fs::remove_all(dir, ec);
   // A hang, a crash or a CUDA fault may have left the GPU unusable: check before more work.
   const bool suspect =

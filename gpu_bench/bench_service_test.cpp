@@ -2,42 +2,31 @@
 // no torch, no GPU): request writing, result parsing, reward scoring, the audit record, error
 // mapping of crashes, hangs and bad results, and the health check after a fault; each test once
 // with the harness zygote (gpu_bench/harness_zygote.h) and once with a fresh child per request.
-// Then the zygote itself: jobs that kill, stop or taint it, or leave their own process behind,
-// and the real harness preloaded in a zygote on the CPU torch of this machine. CPU only.
+// The zygote itself (jobs that kill, stop or taint it, the real harness preloaded on this
+// machine's CPU torch) is harness_zygote_test.cpp; the shared set-up is bench_test_util.h. CPU
+// only.
 #include "gpu_bench/bench_service.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <cmath>
-#include <cstdlib>
-#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "core/clock.h"
 #include "core/content_hash.h"
+#include "gpu_bench/bench_test_util.h"
 
 namespace cuda_agent {
 namespace {
-namespace fs = std::filesystem;
 
-std::string source_dir() {
-  const char* s = std::getenv("CUDA_AGENT_SOURCE_DIR");
-  return s ? s : ".";
-}
+using namespace bench_test;
 
 class BenchServiceTest : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
+    options_ = fake_harness_options("bench-service-test");
     options_.bench.harness_zygote = GetParam();
-    options_.harness_dir = source_dir() + "/gpu_bench/testdata/fake_harness";
-    options_.bench.python =
-        ::access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
-    options_.work_root = (fs::temp_directory_path() /
-                          ("bench-service-test-" + std::to_string(::getpid()) + "-" +
-                           ::testing::UnitTest::GetInstance()->current_test_info()->name()))
-                             .string();
     options_.worker_id = WorkerId{"bench-test-0"};
     options_.health_check = [this]() -> Status {
       ++health_checks_;
@@ -47,25 +36,10 @@ class BenchServiceTest : public ::testing::TestWithParam<bool> {
     };
   }
 
-  std::unique_ptr<BenchService> make() {
-    auto s = BenchService::create(options_);
-    EXPECT_TRUE(s) << s.error().to_string();
-    return s ? std::move(*s) : nullptr;
-  }
+  std::unique_ptr<BenchService> make() { return make_service(options_); }
 
   static BenchJob job(const std::string& scenario, BenchMode mode = BenchMode::kBenchmark) {
-    BenchJob j;
-    j.mode = mode;
-    j.task_id = "level1/test";
-    j.task_model_py = "class Model: pass\n";
-    j.artifact_hash = "abc123";
-    j.artifact =
-        "\x7f"
-        "ELF fake";
-    j.prototypes = {{"k", {{"x", "float*", ParamKind::kPointer}}}};
-    j.model_new_py = "# fake: " + scenario + "\n";
-    j.toolchain = "nvcc 13.0";
-    return j;
+    return fake_job(scenario, mode);
   }
 
   BenchServiceOptions options_;

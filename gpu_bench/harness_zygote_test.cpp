@@ -13,69 +13,27 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "gpu_bench/bench_service.h"
+#include "gpu_bench/bench_test_util.h"
 
 namespace cuda_agent {
 namespace {
 namespace fs = std::filesystem;
 
-std::string source_dir() {
-  const char* s = std::getenv("CUDA_AGENT_SOURCE_DIR");
-  return s ? s : ".";
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-bool has_note(const BenchEvaluation& e, const std::string& text) {
-  for (const auto& n : e.harness.notes)
-    if (n.find(text) != std::string::npos) return true;
-  return false;
-}
-
-std::string notes_of(const BenchEvaluation& e) {
-  std::string all;
-  for (const auto& n : e.harness.notes) all += n + " | ";
-  return all;
-}
+using namespace bench_test;
 
 class ZygoteTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    options_ = fake_harness_options("zygote-test");
     options_.bench.harness_zygote = true;
-    options_.harness_dir = source_dir() + "/gpu_bench/testdata/fake_harness";
-    options_.bench.python =
-        ::access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
-    options_.work_root = (fs::temp_directory_path() /
-                          ("zygote-test-" + std::to_string(::getpid()) + "-" +
-                           ::testing::UnitTest::GetInstance()->current_test_info()->name()))
-                             .string();
     options_.zygote_message_grace_ms = 1'000;
-    options_.health_check = [] { return Status(); };
   }
 
-  std::unique_ptr<BenchService> make() {
-    auto s = BenchService::create(options_);
-    EXPECT_TRUE(s) << s.error().to_string();
-    return s ? std::move(*s) : nullptr;
-  }
+  std::unique_ptr<BenchService> make() { return make_service(options_); }
 
-  static BenchJob job(const std::string& scenario) {
-    BenchJob j;
-    j.mode = BenchMode::kBenchmark;
-    j.task_id = "level1/test";
-    j.task_model_py = "class Model: pass\n";
-    j.artifact = "fake";
-    j.prototypes = {{"k", {{"x", "float*", ParamKind::kPointer}}}};
-    j.model_new_py = "# fake: " + scenario + "\n";
-    return j;
-  }
+  static BenchJob job(const std::string& scenario) { return fake_job(scenario); }
 
   /// The running zygote's pid (from its ready message); 0 when none is ready.
   static long zygote_pid(const BenchService& s) {
