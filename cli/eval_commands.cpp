@@ -219,7 +219,8 @@ int run_eval(const EvalArgs& a) {
     const Task& task = *job_task[i];
     EvalEpisodeResult result{.task_id = task.id.value(), .subset = subset_of(task)};
     switch (r.outcome) {
-      case JobOutcome::kNotStarted: continue;
+      case JobOutcome::kNotStarted:
+      case JobOutcome::kStopped: continue;
       case JobOutcome::kFailed:
       case JobOutcome::kSuperseded: ++failures; continue;
       case JobOutcome::kAlreadyStored:

@@ -12,8 +12,8 @@
 #include <mutex>
 
 #include "core/log.h"
-#include "rollout/replay_policy.h"
 #include "rollout/rollout_test_fakes.h"
+#include "storage/store_test_util.h"
 
 namespace cuda_agent {
 namespace {
@@ -22,48 +22,17 @@ using namespace std::chrono_literals;
 using testing::FakeEvaluationTools;
 using testing::FaultyRolloutStore;
 
-struct TempStore {
-  std::string dir = (std::filesystem::temp_directory_path() /
-                     ("ca_rollout_" + std::to_string(::getpid()) + "_" +
-                      ::testing::UnitTest::GetInstance()->current_test_info()->name()))
-                        .string();
-  std::unique_ptr<RunStore> store;
-  TempStore() {
-    std::filesystem::remove_all(dir);
-    auto s = RunStore::open({.dir = dir}, StoreMode::kWrite);
-    EXPECT_TRUE(s) << s.error().to_string();
-    store = std::move(*s);
-  }
-  ~TempStore() {
-    store.reset();
-    std::filesystem::remove_all(dir);
-  }
-};
-
-// Jobs "e<n>" of task "t/<n % 2>", each a fresh replay of fake_transcript(n); `tools_hook` runs
-// inside each compile.
-std::vector<RolloutJob> make_jobs(int count, std::function<void()> tools_hook = {}) {
+// Jobs fake_job(0..count-1); `tools_hook` runs inside each compile.
+std::vector<RolloutJob> make_jobs(int count, const std::function<void()>& tools_hook = {}) {
   std::vector<RolloutJob> jobs;
-  for (int n = 0; n < count; ++n) {
-    jobs.push_back({.episode_id = EpisodeId{"e" + std::to_string(n)},
-                    .task_id = TaskId{"t/" + std::to_string(n % 2)},
-                    .evaluation_id = EvaluationId{"run/e" + std::to_string(n)},
-                    .prepare = [n, tools_hook]() -> Expected<PreparedEpisode> {
-                      ASSIGN_OR_RETURN(auto policy,
-                                       ReplayPolicy::parse(testing::fake_transcript(n), "fake"));
-                      auto tools = std::make_unique<FakeEvaluationTools>();
-                      tools->in_compile = tools_hook;
-                      PreparedEpisode p;
-                      p.spec.model_py = testing::kFakeModelPy;
-                      p.spec.policy_version = PolicyVersion{7};
-                      p.policy = std::move(policy);
-                      p.tools = std::move(tools);
-                      p.spec.policy = p.policy.get();
-                      p.spec.tools = p.tools.get();
-                      return p;
-                    }});
-  }
+  for (int n = 0; n < count; ++n) jobs.push_back(testing::fake_job(n, tools_hook));
   return jobs;
+}
+
+// A run store in a temp dir named after the running test.
+testing::TempStore temp_store() {
+  return testing::TempStore(std::string("rollout_") +
+                            ::testing::UnitTest::GetInstance()->current_test_info()->name());
 }
 
 std::vector<EpisodeAttemptRecord> attempts(RunStore& store, const std::string& run) {
@@ -102,7 +71,8 @@ void expect_trajectory(RunStore& store, const std::string& run, int n) {
 
 TEST(RolloutWorker, AcknowledgesEveryEpisodeWithItsExactTrajectoryAndResumeSkipsThem) {
   (void)setup_logging({.level = "error"});
-  TempStore tmp;
+  testing::TempStore tmp = temp_store();
+  ASSERT_TRUE(tmp.store);
   RunStoreRollout store(*tmp.store);
   RolloutWorker worker(store, {.worker_id = WorkerId{"w1"}, .concurrent_episodes = 3});
   std::atomic<int> started{0}, acked{0};
@@ -139,7 +109,8 @@ TEST(RolloutWorker, AcknowledgesEveryEpisodeWithItsExactTrajectoryAndResumeSkips
 // generate its compile call and the rendezvous times out).
 TEST(RolloutWorker, AnEpisodeWaitingOnAToolHoldsNoGenerationSlot) {
   (void)setup_logging({.level = "error"});
-  TempStore tmp;
+  testing::TempStore tmp = temp_store();
+  ASSERT_TRUE(tmp.store);
   RunStoreRollout store(*tmp.store);
   std::mutex mu;
   std::condition_variable cv;
@@ -164,7 +135,8 @@ TEST(RolloutWorker, AnEpisodeWaitingOnAToolHoldsNoGenerationSlot) {
 
 TEST(RolloutWorker, RecoveryAbortsALostWorkersAttemptsThenRerunsOrGivesUp) {
   (void)setup_logging({.level = "error"});
-  TempStore tmp;
+  testing::TempStore tmp = temp_store();
+  ASSERT_TRUE(tmp.store);
   RunStoreRollout store(*tmp.store);
   auto mark = [](const std::string& episode, std::uint32_t n, AttemptState state) {
     return EpisodeAttemptRecord{.run_id = RunId{"run"},
@@ -211,7 +183,8 @@ TEST(RolloutWorker, RecoveryAbortsALostWorkersAttemptsThenRerunsOrGivesUp) {
 
 TEST(RolloutWorker, PassingStoreErrorsAreRetriedAndAStoreThatStaysDownFailsByTheDeadline) {
   (void)setup_logging({.level = "error"});
-  TempStore tmp;
+  testing::TempStore tmp = temp_store();
+  ASSERT_TRUE(tmp.store);
   RunStoreRollout real(*tmp.store);
   FaultyRolloutStore faulty(real);
   // Write 1 is the attempt marker; writes 2 and 3 (the first two tries of the commit) fail as
@@ -264,7 +237,8 @@ TEST(RolloutWorker, PassingStoreErrorsAreRetriedAndAStoreThatStaysDownFailsByThe
 
 TEST(RolloutWorker, AnEpisodeThatCannotBePreparedIsAbortedAtOnceAndRerunLater) {
   (void)setup_logging({.level = "error"});
-  TempStore tmp;
+  testing::TempStore tmp = temp_store();
+  ASSERT_TRUE(tmp.store);
   RunStoreRollout store(*tmp.store);
   auto jobs = make_jobs(1);
   auto good = jobs[0].prepare;
@@ -285,6 +259,55 @@ TEST(RolloutWorker, AnEpisodeThatCannotBePreparedIsAbortedAtOnceAndRerunLater) {
   EXPECT_EQ(again.jobs[0].outcome, JobOutcome::kAcknowledged);
   EXPECT_EQ(again.jobs[0].attempt, 2u);
   expect_trajectory(*tmp.store, "run", 0);
+}
+
+// Interleaving: three episodes meet inside their first compile; the stop is set there, before
+// any of them makes its second policy call. Each is cut at that call: its attempt is aborted with
+// a "stopped:" note and nothing is stored. A later run with max_attempts = 1 still runs them
+// (stopped attempts do not count) as attempt 2.
+TEST(RolloutWorker, AStopCutsEpisodesInFlightAbortsTheirAttemptsAndALaterRunRerunsThem) {
+  (void)setup_logging({.level = "error"});
+  testing::TempStore tmp = temp_store();
+  ASSERT_TRUE(tmp.store);
+  RunStoreRollout store(*tmp.store);
+  std::atomic<bool> stop{false};
+  std::mutex mu;
+  std::condition_variable cv;
+  int in_compile = 0;
+  auto stop_when_all_in_compile = [&] {
+    std::unique_lock lock(mu);
+    if (++in_compile == 3) {
+      stop = true;
+      cv.notify_all();
+    }
+    cv.wait_for(lock, 10s, [&] { return stop.load(); });
+  };
+  RolloutWorker worker(store, {.worker_id = WorkerId{"w1"}, .concurrent_episodes = 3});
+  std::atomic<int> finished{0};
+  RolloutReport r = worker.run(RunId{"run"}, make_jobs(5, stop_when_all_in_compile),
+                               {.on_finished = [&](const JobResult&) { ++finished; }}, &stop);
+  ASSERT_TRUE(stop.load()) << "the episodes never were in compile together";
+  EXPECT_EQ(r.count(JobOutcome::kStopped), 3u);
+  EXPECT_EQ(r.count(JobOutcome::kNotStarted), 2u);
+  EXPECT_EQ(finished.load(), 3);
+  EXPECT_EQ(*tmp.store->count_episodes(RunId{"run"}), 0u);
+  auto cut = attempts(*tmp.store, "run");
+  ASSERT_EQ(cut.size(), 3u);
+  for (const auto& a : cut) {
+    EXPECT_EQ(a.state, AttemptState::kAborted) << a.episode_id.value();
+    EXPECT_TRUE(a.note.starts_with(kStoppedAttemptNote)) << a.note;
+  }
+
+  RolloutWorker later(store, {.worker_id = WorkerId{"w2"}, .max_attempts = 1});
+  RolloutReport again = later.run(RunId{"run"}, make_jobs(5));
+  EXPECT_EQ(again.count(JobOutcome::kAcknowledged), 5u);
+  for (const JobResult& j : again.jobs) {
+    const bool was_cut = std::any_of(cut.begin(), cut.end(), [&](const EpisodeAttemptRecord& a) {
+      return a.episode_id == j.episode_id;
+    });
+    EXPECT_EQ(j.attempt, was_cut ? 2u : 1u) << j.episode_id.value();
+  }
+  for (int n = 0; n < 5; ++n) expect_trajectory(*tmp.store, "run", n);
 }
 
 }  // namespace
