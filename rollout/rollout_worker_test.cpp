@@ -35,15 +35,6 @@ testing::TempStore temp_store() {
                             ::testing::UnitTest::GetInstance()->current_test_info()->name());
 }
 
-std::vector<EpisodeAttemptRecord> attempts(RunStore& store, const std::string& run) {
-  std::vector<EpisodeAttemptRecord> out;
-  EXPECT_TRUE(store.scan_attempts(RunId{run}, "", [&](const EpisodeAttemptRecord& a) {
-    out.push_back(a);
-    return true;
-  }));
-  return out;
-}
-
 // The stored trajectory of episode n is exactly what the transcript sampled.
 void expect_trajectory(RunStore& store, const std::string& run, int n) {
   auto rec = store.get_episode(RunId{run}, EpisodeId{"e" + std::to_string(n)});
@@ -84,7 +75,7 @@ TEST(RolloutWorker, AcknowledgesEveryEpisodeWithItsExactTrajectoryAndResumeSkips
   EXPECT_EQ(started.load(), 7);
   EXPECT_EQ(acked.load(), 7);
   for (int n = 0; n < 7; ++n) expect_trajectory(*tmp.store, "run", n);
-  for (const auto& a : attempts(*tmp.store, "run")) {
+  for (const auto& a : testing::attempts_of(*tmp.store, "run")) {
     EXPECT_EQ(a.attempt, 1u);
     EXPECT_EQ(a.state, AttemptState::kCommitted) << a.episode_id.value();
     EXPECT_EQ(a.worker_id.value(), "w1");
@@ -171,7 +162,7 @@ TEST(RolloutWorker, RecoveryAbortsALostWorkersAttemptsThenRerunsOrGivesUp) {
   EXPECT_EQ(given_up->status, EpisodeStatus::kAborted);
   EXPECT_EQ(*tmp.store->count_episodes(RunId{"run"}), 3u);
 
-  auto all = attempts(*tmp.store, "run");
+  auto all = testing::attempts_of(*tmp.store, "run");
   ASSERT_EQ(all.size(), 5u);  // e0: 1 aborted, 2 committed; e1: 1, 2 aborted; e2: 1 committed
   EXPECT_EQ(all[0].state, AttemptState::kAborted);
   EXPECT_NE(all[0].note.find("worker dead lost"), std::string::npos);
@@ -217,7 +208,7 @@ TEST(RolloutWorker, PassingStoreErrorsAreRetriedAndAStoreThatStaysDownFailsByThe
       << r2.jobs[0].error->message;
   EXPECT_FALSE(tmp.store->get_episode_summary(RunId{"run"}, EpisodeId{"e1"}));
   auto e1 = std::vector<EpisodeAttemptRecord>{};
-  for (auto& a : attempts(*tmp.store, "run"))
+  for (auto& a : testing::attempts_of(*tmp.store, "run"))
     if (a.episode_id.value() == "e1") e1.push_back(a);
   ASSERT_EQ(e1.size(), 1u);
   EXPECT_EQ(e1[0].state, AttemptState::kRunning);
@@ -249,7 +240,7 @@ TEST(RolloutWorker, AnEpisodeThatCannotBePreparedIsAbortedAtOnceAndRerunLater) {
   RolloutReport r = worker.run(RunId{"run"}, jobs);
   ASSERT_EQ(r.jobs[0].outcome, JobOutcome::kFailed);
   EXPECT_NE(r.jobs[0].error->message.find("prepare episode run/e0"), std::string::npos);
-  auto a = attempts(*tmp.store, "run");
+  auto a = testing::attempts_of(*tmp.store, "run");
   ASSERT_EQ(a.size(), 1u);
   EXPECT_EQ(a[0].state, AttemptState::kAborted);
   EXPECT_NE(a[0].note.find("no transcript for e0"), std::string::npos);
@@ -291,7 +282,7 @@ TEST(RolloutWorker, AStopCutsEpisodesInFlightAbortsTheirAttemptsAndALaterRunReru
   EXPECT_EQ(r.count(JobOutcome::kNotStarted), 2u);
   EXPECT_EQ(finished.load(), 3);
   EXPECT_EQ(*tmp.store->count_episodes(RunId{"run"}), 0u);
-  auto cut = attempts(*tmp.store, "run");
+  auto cut = testing::attempts_of(*tmp.store, "run");
   ASSERT_EQ(cut.size(), 3u);
   for (const auto& a : cut) {
     EXPECT_EQ(a.state, AttemptState::kAborted) << a.episode_id.value();

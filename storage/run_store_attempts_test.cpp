@@ -13,6 +13,7 @@
 namespace cuda_agent {
 namespace {
 
+using testing::attempts_of;
 using testing::make_episode;
 using testing::store_at;
 using testing::TempStore;
@@ -29,17 +30,6 @@ EpisodeAttemptRecord attempt(const std::string& episode, std::uint32_t n, Attemp
   a.started_unix_ms = 1000 + n;
   a.updated_unix_ms = 2000 + n;
   return a;
-}
-
-std::vector<EpisodeAttemptRecord> attempts_of(const RunStore& store, const std::string& run,
-                                              const std::string& episode = "") {
-  std::vector<EpisodeAttemptRecord> out;
-  Status s = store.scan_attempts(RunId{run}, episode, [&](const EpisodeAttemptRecord& a) {
-    out.push_back(a);
-    return true;
-  });
-  EXPECT_TRUE(s) << s.error().to_string();
-  return out;
 }
 
 TEST(RunStoreAttempts, InFlightThenCommittedWithTheEpisodeInOrderAndPerEpisode) {

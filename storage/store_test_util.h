@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "storage/run_store.h"
 
@@ -71,6 +72,19 @@ struct TempStore {
   std::string dir;
   std::unique_ptr<RunStore> store;
 };
+
+/// Every attempt of `run` (of one episode when `episode` is not empty), as scan_attempts gives
+/// them: by episode id, then attempt number.
+inline std::vector<EpisodeAttemptRecord> attempts_of(const RunStore& store, const std::string& run,
+                                                     const std::string& episode = "") {
+  std::vector<EpisodeAttemptRecord> out;
+  Status s = store.scan_attempts(RunId{run}, episode, [&](const EpisodeAttemptRecord& a) {
+    out.push_back(a);
+    return true;
+  });
+  EXPECT_TRUE(s) << s.error().to_string();
+  return out;
+}
 
 /// Deterministic trajectory bytes for an episode id: tests can recheck them after reopening.
 inline std::string trajectory_for(const std::string& id, std::size_t size) {

@@ -183,15 +183,6 @@ std::optional<std::string> line_starting(testing::Child& child, const std::strin
   return std::nullopt;
 }
 
-std::vector<EpisodeAttemptRecord> attempts_of(RunStore& store) {
-  std::vector<EpisodeAttemptRecord> out;
-  EXPECT_TRUE(store.scan_attempts(RunId{"serve-test"}, "", [&](const EpisodeAttemptRecord& a) {
-    out.push_back(a);
-    return true;
-  }));
-  return out;
-}
-
 TEST(RolloutServe, SigtermCutsEpisodesInFlightKeepsAcknowledgedOnesAndARestartRunsTheRest) {
   (void)setup_logging({.level = "error"});
   testing::TempDir tmp("rollout_serve");
@@ -227,7 +218,7 @@ TEST(RolloutServe, SigtermCutsEpisodesInFlightKeepsAcknowledgedOnesAndARestartRu
     auto store = testing::open_or_die(tmp.sub("store"), StoreMode::kReadOnly);
     ASSERT_TRUE(store);
     EXPECT_EQ(*store->count_episodes(RunId{"serve-test"}), 2u);
-    auto all = attempts_of(*store);
+    auto all = testing::attempts_of(*store, "serve-test");
     ASSERT_EQ(all.size(), 5u);
     for (const auto& a : all) {
       EXPECT_EQ(a.worker_id.value(), "w1");
@@ -259,12 +250,7 @@ TEST(RolloutServe, SigtermCutsEpisodesInFlightKeepsAcknowledgedOnesAndARestartRu
     ASSERT_TRUE(rec) << rec.error().to_string();
     EXPECT_EQ(rec->status, EpisodeStatus::kCompleted);
     EXPECT_EQ(rec->final_reward, 2);
-    auto mine = [&] {
-      std::vector<EpisodeAttemptRecord> out;
-      for (const auto& b : attempts_of(*store))
-        if (b.episode_id == a.episode_id) out.push_back(b);
-      return out;
-    }();
+    auto mine = testing::attempts_of(*store, "serve-test", a.episode_id.value());
     ASSERT_EQ(mine.size(), 2u);
     EXPECT_EQ(mine[1].attempt, 2u);
     EXPECT_EQ(mine[1].state, AttemptState::kCommitted);
