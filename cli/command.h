@@ -37,6 +37,7 @@ void add_eval_commands(CLI::App& app, CommandResult& result);  // eval
 
 void add_compile_commands(CLI::App& app,
                           CommandResult& result);  // compile, serve compile-*, artifacts get
-void add_bench_commands(CLI::App& app, CommandResult& result);  // bench
+void add_bench_commands(CLI::App& app, CommandResult& result);    // bench
+void add_rollout_commands(CLI::App& app, CommandResult& result);  // serve rollout-worker
 
 }  // namespace cuda_agent::cli

@@ -5,7 +5,9 @@
 // --concurrency at once; each is counted once the store acknowledged it. Interrupted or killed
 // runs resume with the same --run-id: an episode already in the store is not run again (its stored
 // final evaluation counts), and the attempts a killed run left in flight are marked aborted and
-// rerun, up to --max-attempts per episode (then stored as aborted).
+// rerun, up to --max-attempts per episode (then stored as aborted). Ctrl-C (SIGINT) starts no new
+// episode and cuts those in flight at their next policy call; a resume reruns them without
+// counting those attempts.
 //
 // Exit codes: 0 the run finished; 1 an episode or the store failed; 2 bad input (no tasks, a bad
 // policy spec, no GPU).
@@ -219,7 +221,8 @@ int run_eval(const EvalArgs& a) {
     const Task& task = *job_task[i];
     EvalEpisodeResult result{.task_id = task.id.value(), .subset = subset_of(task)};
     switch (r.outcome) {
-      case JobOutcome::kNotStarted: continue;
+      case JobOutcome::kNotStarted:
+      case JobOutcome::kStopped: continue;
       case JobOutcome::kFailed:
       case JobOutcome::kSuperseded: ++failures; continue;
       case JobOutcome::kAlreadyStored:

@@ -54,6 +54,7 @@ int main(int argc, char** argv) {
   cli::add_tasks_commands(app, result);
   cli::add_model_commands(app, result);
   cli::add_eval_commands(app, result);
+  cli::add_rollout_commands(app, result);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

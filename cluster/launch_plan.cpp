@@ -9,8 +9,9 @@ namespace {
 constexpr const char* kProgram = "cuda-agent";
 
 // Port offsets from [run] port_base (RunOptions::port_base documents them).
-constexpr std::int64_t kCoordinatorPort = 0;
+constexpr std::int64_t kCompileClientPort = 1;
 constexpr std::int64_t kCompileWorkerPort = 2;
+constexpr std::int64_t kBenchClientPort = 3;
 constexpr std::int64_t kBenchWorkerPort = 4;
 constexpr std::int64_t kLearnerMasterPort = 10;
 
@@ -42,8 +43,11 @@ std::vector<NodePlan> plan_launch(const Manifest& manifest,
   };
 
   std::int64_t world_size = 0;
+  std::int64_t rollout_workers = 0;
   std::string master_addr;
   for (const NodeSpec& node : manifest.nodes) {
+    if (node.has_role("rollout"))
+      rollout_workers += static_cast<std::int64_t>(node.rollout_gpus.size());
     if (!node.has_role("learner")) continue;
     if (master_addr.empty()) master_addr = node.host;
     world_size += static_cast<std::int64_t>(node.learner_gpus.size());
@@ -51,6 +55,7 @@ std::vector<NodePlan> plan_launch(const Manifest& manifest,
 
   std::vector<NodePlan> plan;
   std::int64_t rank = 0;
+  std::int64_t shard = 0;
   for (const NodeSpec& node : manifest.nodes) {
     NodePlan np{.host = node.host, .gpus = node.gpus, .roles = node.roles};
     if (node.has_role("coordinator")) {
@@ -77,8 +82,11 @@ std::vector<NodePlan> plan_launch(const Manifest& manifest,
     if (node.has_role("rollout")) {
       for (std::int64_t gpu : ascending(node.rollout_gpus)) {
         ProcessSpec p =
-            serve("rollout", "rollout-gpu" + std::to_string(gpu),
-                  {"rollout", "--gpu", "0", "--connect", endpoint(kCoordinatorPort)}, m);
+            serve("rollout", "rollout-worker-gpu" + std::to_string(gpu),
+                  {"rollout-worker", "--gpu", "0", "--compile-farm", endpoint(kCompileClientPort),
+                   "--bench-pool", endpoint(kBenchClientPort), "--shard",
+                   std::to_string(shard++) + "/" + std::to_string(rollout_workers)},
+                  m);
         p.env["CUDA_VISIBLE_DEVICES"] = std::to_string(gpu);
         p.env["NCCL_NVLS_ENABLE"] = "0";
         np.processes.push_back(std::move(p));

@@ -8,8 +8,12 @@
 //                                          --connect tcp://COORD:port_base+2 --manifest M
 //   each bench GPU g  CUDA_VISIBLE_DEVICES=g cuda-agent serve bench-worker --gpu 0
 //                                          --connect tcp://COORD:port_base+4 --manifest M
-//   each rollout GPU  CUDA_VISIBLE_DEVICES=g NCCL_NVLS_ENABLE=0 cuda-agent serve rollout --gpu 0
-//                                          --connect tcp://COORD:port_base+0 --manifest M
+//   each rollout GPU  CUDA_VISIBLE_DEVICES=g NCCL_NVLS_ENABLE=0
+//                     cuda-agent serve rollout-worker --gpu 0
+//                       --compile-farm tcp://COORD:port_base+1 --bench-pool tcp://COORD:port_base+3
+//                       --shard S/N --manifest M
+//                     (S counts the run's rollout workers like learner ranks, N of them: worker S
+//                     takes the train-set episodes whose index is S modulo N)
 //   each learner GPU  CUDA_VISIBLE_DEVICES=g MASTER_ADDR=FIRST_LEARNER_HOST
 //                     MASTER_PORT=port_base+10 NCCL_NVLS_ENABLE=0
 //                     cuda-agent serve learner --rank R --world-size W --manifest M

@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace cuda_agent {
@@ -98,8 +99,9 @@ TEST(LaunchPlanTest, SingleMachineRendersExactly) {
             "'my run.toml'  # compile-worker-0\n"
             "  CUDA_VISIBLE_DEVICES=0 cuda-agent serve bench-worker --gpu 0 --connect "
             "tcp://localhost:5554 --manifest 'my run.toml'  # bench-worker-gpu0\n"
-            "  CUDA_VISIBLE_DEVICES=0 NCCL_NVLS_ENABLE=0 cuda-agent serve rollout --gpu 0 "
-            "--connect tcp://localhost:5550 --manifest 'my run.toml'  # rollout-gpu0\n"
+            "  CUDA_VISIBLE_DEVICES=0 NCCL_NVLS_ENABLE=0 cuda-agent serve rollout-worker --gpu 0 "
+            "--compile-farm tcp://localhost:5551 --bench-pool tcp://localhost:5553 --shard 0/1 "
+            "--manifest 'my run.toml'  # rollout-worker-gpu0\n"
             "  CUDA_VISIBLE_DEVICES=0 MASTER_ADDR=localhost MASTER_PORT=5560 NCCL_NVLS_ENABLE=0 "
             "cuda-agent serve learner --rank 0 --world-size 1 --manifest 'my run.toml'  "
             "# learner-rank0-gpu0\n"
@@ -114,7 +116,15 @@ TEST(LaunchPlanTest, TwoNodesLearnerGroupOnNodeB) {
   ASSERT_EQ(learners.size(), 8u);
   EXPECT_EQ(learners[7]->env.at("MASTER_ADDR"), "node-b");
   EXPECT_EQ(learners[7]->argv[6], "8");  // --world-size
-  EXPECT_EQ(with_role(plan, "rollout").size(), 6u);
+  std::vector<const ProcessSpec*> rollout = with_role(plan, "rollout");
+  ASSERT_EQ(rollout.size(), 6u);
+  for (std::size_t i = 0; i < rollout.size(); ++i) {  // one shard each, across both nodes
+    const auto& argv = rollout[i]->argv;
+    EXPECT_EQ(argv[2], "rollout-worker");
+    auto shard = std::find(argv.begin(), argv.end(), "--shard");
+    ASSERT_NE(shard, argv.end());
+    EXPECT_EQ(*(shard + 1), std::to_string(i) + "/6");
+  }
   EXPECT_EQ(with_role(plan, "compile").size(), 2u);
   EXPECT_EQ(with_role(plan, "bench").back()->env.at("CUDA_VISIBLE_DEVICES"), "7");
 }

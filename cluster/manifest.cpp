@@ -151,6 +151,7 @@ void resolve_paths(Manifest& m) {
   m.paths.train_set = resolve(base, m.tasks.train_set);
   m.paths.eval_set = resolve(base, m.tasks.eval_set);
   m.paths.model_path = resolve(base, m.model.path);
+  m.paths.replay_transcripts = resolve(base, m.rollout.replay_transcripts);
   m.paths.server_secret_key_file = resolve(base, m.security.server_secret_key_file);
   m.paths.client_secret_key_file = resolve(base, m.security.client_secret_key_file);
   m.paths.server_public_key_file = resolve(base, m.security.server_public_key_file);

@@ -94,6 +94,7 @@ struct ResolvedPaths {
   std::filesystem::path train_set;               ///< [tasks] train_set
   std::filesystem::path eval_set;                ///< [tasks] eval_set (empty: none)
   std::filesystem::path model_path;              ///< [model] path (empty: tiny random model)
+  std::filesystem::path replay_transcripts;      ///< [rollout] replay_transcripts (empty: none)
   std::filesystem::path server_secret_key_file;  ///< [security] ... (empty: no CURVE)
   std::filesystem::path client_secret_key_file;
   std::filesystem::path server_public_key_file;

@@ -21,6 +21,14 @@ struct RolloutOptions {
   double temperature = 1.0;
   double top_p = 1.0;
   std::int64_t max_new_tokens_per_turn = 8192;
+  std::string policy_backend = "openai";
+  std::string policy_endpoint = "http://127.0.0.1:8000/v1";
+  std::string policy_model;
+  bool request_token_ids = true;
+  std::string replay_transcripts;
+  std::int64_t episodes_per_task = 1;
+  std::int64_t generation_slots = 0;
+  std::int64_t max_attempts = 2;
 
   template <class V>
   void visit(V& v) {
@@ -49,6 +57,52 @@ struct RolloutOptions {
        .doc = "Tokens the policy may generate in one turn.",
        .min = 1},
       max_new_tokens_per_turn);
+    v({.key = "policy_backend",
+       .doc = "What answers the policy calls of `cuda-agent serve rollout-worker`: 'openai', an "
+              "OpenAI-compatible chat-completions server (vLLM, SGLang) at policy_endpoint; "
+              "'replay', recorded transcripts from replay_transcripts (tests, reproducing "
+              "episodes). The in-process libtorch engine is not in the cuda-agent binary yet.",
+       .choices = {"openai", "replay"}},
+      policy_backend);
+    v({.key = "policy_endpoint",
+       .doc = "Base URL of the OpenAI-compatible server, up to /v1; with policy_backend = "
+              "'openai'. The API key, if the server wants one, comes from $OPENAI_API_KEY."},
+      policy_endpoint);
+    v({.key = "policy_model",
+       .doc = "Model name sent to the server (its served model name); required with "
+              "policy_backend = 'openai'."},
+      policy_model);
+    v({.key = "request_token_ids",
+       .doc = "'openai': ask for the sampled token ids and logprobs (vLLM's "
+              "return_tokens_as_token_ids) so trajectories are token-in-token-out, as training "
+              "needs; false for servers that cannot return them (evaluation only)."},
+      request_token_ids);
+    v({.key = "replay_transcripts",
+       .doc = "With policy_backend = 'replay': a JSON Lines transcript replayed for every "
+              "episode, or a directory holding <task name>.jsonl per task. Relative paths are "
+              "relative to the manifest's directory."},
+      replay_transcripts);
+    v({.key = "episodes_per_task",
+       .unit = "episodes",
+       .doc = "Episodes of each train-set task a rollout worker runs (their ids are "
+              "'<task id>#<k>'); the workers of a run share them out by episode.",
+       .min = 1,
+       .max = 1'000'000},
+      episodes_per_task);
+    v({.key = "generation_slots",
+       .unit = "calls",
+       .doc = "Policy calls one rollout worker has in flight at once (the policy server's "
+              "capacity); 0 means as many as concurrent_episodes.",
+       .min = 0},
+      generation_slots);
+    v({.key = "max_attempts",
+       .unit = "attempts",
+       .doc = "Attempts at one episode, counting the first, before it is stored as aborted. An "
+              "attempt cut because its worker was stopped (SIGTERM) does not count; one whose "
+              "worker was lost does.",
+       .min = 1,
+       .max = 100},
+      max_attempts);
   }
 };
 

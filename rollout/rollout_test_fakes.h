@@ -1,9 +1,12 @@
-// Test-only fakes for the rollout worker's tests (rollout/rollout_worker_test.cpp and the
-// multi-process tests/rollout_crash_test.cpp helper); never linked into the product.
+// Test-only fakes for the rollout worker's tests (rollout/rollout_worker_test.cpp, the
+// multi-process helper tests/rollout_crash_worker.cpp and tests/rollout_serve_test.cpp); never
+// linked into the product.
 //  - a replay transcript that writes a solution, compiles and finishes, with token ids and
 //    logprobs derived from the episode number so a stored trajectory can be checked exactly;
 //  - FakeEvaluationTools: compile and evaluate without nvcc or a GPU; an optional hook runs
 //    inside compile (to hold an episode in a tool);
+//  - fake_job(n): job "e<n>" of task "t/<n % 2>" that replays fake_transcript(n) with the fake
+//    tools, at policy version 7;
 //  - FaultyRolloutStore: a real store behind the interface that fails chosen writes.
 #pragma once
 
@@ -14,7 +17,9 @@
 #include <vector>
 
 #include "rollout/episode.h"
+#include "rollout/replay_policy.h"
 #include "rollout/rollout_store.h"
+#include "rollout/rollout_worker.h"
 
 namespace cuda_agent::testing {
 
@@ -70,6 +75,35 @@ class FakeEvaluationTools final : public EvaluationTools {
                              .speedup_vs_compile = 0.9};
   }
 };
+
+/// One attempt at episode number `n`: a fresh replay of fake_transcript(n), FakeEvaluationTools
+/// whose compile runs `in_compile` (may be empty), the fake model.py, policy version 7.
+inline Expected<PreparedEpisode> fake_prepared_episode(int n,
+                                                       std::function<void()> in_compile = {}) {
+  ASSIGN_OR_RETURN(auto policy, ReplayPolicy::parse(fake_transcript(n), "fake"));
+  auto tools = std::make_unique<FakeEvaluationTools>();
+  tools->in_compile = std::move(in_compile);
+  PreparedEpisode p;
+  p.spec.model_py = kFakeModelPy;
+  p.spec.policy_version = PolicyVersion{7};
+  p.policy = std::move(policy);
+  p.tools = std::move(tools);
+  p.spec.policy = p.policy.get();
+  p.spec.tools = p.tools.get();
+  return p;
+}
+
+/// Job "e<n>" of task "t/<n % 2>" preparing fake_prepared_episode(n, in_compile); with
+/// `evaluation`, it also asks for evaluation record "run/e<n>".
+inline RolloutJob fake_job(int n, std::function<void()> in_compile = {}, bool evaluation = true) {
+  RolloutJob job{.episode_id = EpisodeId{"e" + std::to_string(n)},
+                 .task_id = TaskId{"t/" + std::to_string(n % 2)},
+                 .prepare = [n, in_compile = std::move(in_compile)] {
+                   return fake_prepared_episode(n, in_compile);
+                 }};
+  if (evaluation) job.evaluation_id = EvaluationId{"run/e" + std::to_string(n)};
+  return job;
+}
 
 /// The real store behind the interface; `fail_write` (may be empty) decides per write, by its
 /// 1-based number, whether to fail it with that error instead of writing.

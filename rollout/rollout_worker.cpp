@@ -44,23 +44,40 @@ namespace {
 using Ms = std::chrono::milliseconds;
 
 // An episode's policy behind the worker's generation gate: a slot is held only during next().
+// Once `stop` is set, next() refuses (rollout.stopped): the episode ends there as aborted.
 class GatedPolicy final : public PolicyBackend {
  public:
-  GatedPolicy(PolicyBackend& inner, GenerationGate& gate) : inner_(inner), gate_(gate) {}
+  GatedPolicy(PolicyBackend& inner, GenerationGate& gate, const std::atomic<bool>* stop)
+      : inner_(inner), gate_(gate), stop_(stop) {}
   Expected<PolicyTurn> next(const PolicyRequest& request) override {
+    if (stopped()) return stopped_error();
     if (!gate_.acquire_until(request.deadline_unix_ms)) {
       return make_error(ErrorCategory::kTimeout, "rollout.generation_slot",
                         "no generation slot came free before the turn's deadline");
+    }
+    if (stopped()) {  // the stop came while this episode waited for a slot
+      gate_.release();
+      return stopped_error();
     }
     Expected<PolicyTurn> turn = inner_.next(request);
     gate_.release();
     return turn;
   }
   std::string describe() const override { return inner_.describe(); }
+  bool stopped() const { return stop_ && stop_->load(); }
+  /// True once next() refused because of the stop.
+  bool cut() const { return cut_; }
 
  private:
+  Error stopped_error() {
+    cut_ = true;
+    return make_error(ErrorCategory::kUnavailable, "rollout.stopped",
+                      "the rollout worker is stopping");
+  }
   PolicyBackend& inner_;
   GenerationGate& gate_;
+  const std::atomic<bool>* stop_;
+  bool cut_ = false;  // one episode's thread only
 };
 
 bool worth_retrying(const Error& e) {
@@ -84,6 +101,7 @@ std::string_view to_string(JobOutcome outcome) {
     case JobOutcome::kSuperseded: return "superseded";
     case JobOutcome::kFailed: return "failed";
     case JobOutcome::kNotStarted: return "not_started";
+    case JobOutcome::kStopped: return "stopped";
   }
   return "unknown";
 }
@@ -164,7 +182,8 @@ Expected<RecoveryReport> RolloutWorker::recover(const RunId& run, const LostWork
 
 JobResult RolloutWorker::run_job(const RunId& run, const RolloutJob& job,
                                  const std::vector<EpisodeAttemptRecord>& attempts,
-                                 const RolloutHooks& hooks, GenerationGate& gate) {
+                                 const RolloutHooks& hooks, GenerationGate& gate,
+                                 const std::atomic<bool>* stop) {
   JobResult result{.episode_id = job.episode_id, .task_id = job.task_id};
   const std::string what = "episode " + run.value() + "/" + job.episode_id.value();
   auto fail = [&](Error e) {
@@ -180,8 +199,12 @@ JobResult RolloutWorker::run_job(const RunId& run, const RolloutJob& job,
     return result;
   }
   std::uint32_t last = 0;
-  for (const EpisodeAttemptRecord& a : attempts) last = std::max(last, a.attempt);
-  if (last >= options_.max_attempts) {  // spent: stored as aborted, never retried again
+  std::uint32_t spent = 0;  // attempts that count: all but those cut by a stop
+  for (const EpisodeAttemptRecord& a : attempts) {
+    last = std::max(last, a.attempt);
+    spent += !(a.state == AttemptState::kAborted && a.note.starts_with(kStoppedAttemptNote));
+  }
+  if (spent >= options_.max_attempts) {  // spent: stored as aborted, never retried again
     Episode e{.episode_id = job.episode_id,
               .run_id = run,
               .task_id = job.task_id,
@@ -240,9 +263,21 @@ JobResult RolloutWorker::run_job(const RunId& run, const RolloutJob& job,
   spec.run_id = run;
   spec.task_id = job.task_id;
   spec.stage = job.stage;
-  GatedPolicy gated(*spec.policy, gate);
+  GatedPolicy gated(*spec.policy, gate, stop);
   spec.policy = &gated;
   Episode episode = run_episode(spec, &result.final_outcome);
+  if (gated.cut()) {  // stopped in flight: nothing stored, the attempt is aborted
+    attempt.state = AttemptState::kAborted;
+    attempt.updated_unix_ms = now_unix_ms();
+    attempt.note = std::string(kStoppedAttemptNote) + " worker " + options_.worker_id.value() +
+                   " stopped after " + std::to_string(episode.counters.turns) + " turns";
+    StoreWrite w;
+    w.attempts.push_back(attempt);
+    Status s = write_durably(w, "mark " + what + " stopped");
+    result.outcome = JobOutcome::kStopped;
+    if (!s) result.error = s.error();  // left `running`: the next recovery aborts it
+    return result;
+  }
 
   EpisodeRecord record = episode_record(episode);
   result.summary = summary_of(record);
@@ -302,7 +337,8 @@ RolloutReport RolloutWorker::run(const RunId& run, const std::vector<RolloutJob>
       if (i >= jobs.size()) return;
       const auto it = by_episode.find(jobs[i].episode_id.value());
       static const std::vector<EpisodeAttemptRecord> kNone;
-      JobResult r = run_job(run, jobs[i], it == by_episode.end() ? kNone : it->second, hooks, gate);
+      JobResult r =
+          run_job(run, jobs[i], it == by_episode.end() ? kNone : it->second, hooks, gate, stop);
       if (hooks.on_finished) hooks.on_finished(r);
       report.jobs[i] = std::move(r);  // each index is written by one lane only
     }

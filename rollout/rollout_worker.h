@@ -30,6 +30,14 @@
 // only slow cannot duplicate an episode: the second commit of different content is refused
 // (store.conflict) and reported as superseded.
 //
+// Stopping (run()'s `stop`, set by `cuda-agent serve rollout-worker` on SIGTERM): jobs not yet
+// started are left; an episode in flight is cut at its next policy call (a tool call already
+// running finishes first, bounded by its own deadline), its attempt is marked `aborted` with a
+// note starting "stopped:" and nothing of the episode is stored, so a later run or another worker
+// runs it again. Such stopped attempts do not count towards `max_attempts`: stopping a worker is
+// not a failure of the episode. An episode whose policy was already done when the stop came (its
+// final evaluation running) is stored as usual.
+//
 // Threading: run() blocks until every job is done or stopped; recover() and run() must not
 // overlap on one worker. Hooks are called from the episode threads, concurrently.
 #pragma once
@@ -96,6 +104,7 @@ enum class JobOutcome : std::uint8_t {
   kSuperseded,     ///< another attempt's different episode is in the store (store.conflict)
   kFailed,         ///< preparing it or the store failed: nothing acknowledged (see error)
   kNotStarted,     ///< stopped before it started
+  kStopped,        ///< in flight when stopped: its attempt is marked aborted, nothing stored
 };
 std::string_view to_string(JobOutcome outcome);
 
@@ -142,7 +151,8 @@ class RolloutWorker {
   Expected<RecoveryReport> recover(const RunId& run, const LostWorker& lost);
 
   /// Runs the jobs (see the recovery rule above). Jobs not yet started when `*stop` becomes true
-  /// are left (kNotStarted); running ones finish.
+  /// are left (kNotStarted); running ones are cut at their next policy call (kStopped, see
+  /// "Stopping" above).
   RolloutReport run(const RunId& run, const std::vector<RolloutJob>& jobs,
                     const RolloutHooks& hooks = {}, const std::atomic<bool>* stop = nullptr);
 
@@ -151,12 +161,15 @@ class RolloutWorker {
  private:
   JobResult run_job(const RunId& run, const RolloutJob& job,
                     const std::vector<EpisodeAttemptRecord>& attempts, const RolloutHooks& hooks,
-                    GenerationGate& gate);
+                    GenerationGate& gate, const std::atomic<bool>* stop);
   Status write_durably(const StoreWrite& w, const std::string& what);
 
   RolloutStore& store_;
   RolloutWorkerOptions options_;
 };
+
+/// How the note of an attempt aborted because its worker was stopped begins.
+inline constexpr std::string_view kStoppedAttemptNote = "stopped:";
 
 /// The store's record of a finished episode (summary and encoded trajectory).
 EpisodeRecord episode_record(const Episode& episode);

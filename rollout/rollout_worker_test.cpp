@@ -12,8 +12,8 @@
 #include <mutex>
 
 #include "core/log.h"
-#include "rollout/replay_policy.h"
 #include "rollout/rollout_test_fakes.h"
+#include "storage/store_test_util.h"
 
 namespace cuda_agent {
 namespace {
@@ -22,57 +22,17 @@ using namespace std::chrono_literals;
 using testing::FakeEvaluationTools;
 using testing::FaultyRolloutStore;
 
-struct TempStore {
-  std::string dir = (std::filesystem::temp_directory_path() /
-                     ("ca_rollout_" + std::to_string(::getpid()) + "_" +
-                      ::testing::UnitTest::GetInstance()->current_test_info()->name()))
-                        .string();
-  std::unique_ptr<RunStore> store;
-  TempStore() {
-    std::filesystem::remove_all(dir);
-    auto s = RunStore::open({.dir = dir}, StoreMode::kWrite);
-    EXPECT_TRUE(s) << s.error().to_string();
-    store = std::move(*s);
-  }
-  ~TempStore() {
-    store.reset();
-    std::filesystem::remove_all(dir);
-  }
-};
-
-// Jobs "e<n>" of task "t/<n % 2>", each a fresh replay of fake_transcript(n); `tools_hook` runs
-// inside each compile.
-std::vector<RolloutJob> make_jobs(int count, std::function<void()> tools_hook = {}) {
+// Jobs fake_job(0..count-1); `tools_hook` runs inside each compile.
+std::vector<RolloutJob> make_jobs(int count, const std::function<void()>& tools_hook = {}) {
   std::vector<RolloutJob> jobs;
-  for (int n = 0; n < count; ++n) {
-    jobs.push_back({.episode_id = EpisodeId{"e" + std::to_string(n)},
-                    .task_id = TaskId{"t/" + std::to_string(n % 2)},
-                    .evaluation_id = EvaluationId{"run/e" + std::to_string(n)},
-                    .prepare = [n, tools_hook]() -> Expected<PreparedEpisode> {
-                      ASSIGN_OR_RETURN(auto policy,
-                                       ReplayPolicy::parse(testing::fake_transcript(n), "fake"));
-                      auto tools = std::make_unique<FakeEvaluationTools>();
-                      tools->in_compile = tools_hook;
-                      PreparedEpisode p;
-                      p.spec.model_py = testing::kFakeModelPy;
-                      p.spec.policy_version = PolicyVersion{7};
-                      p.policy = std::move(policy);
-                      p.tools = std::move(tools);
-                      p.spec.policy = p.policy.get();
-                      p.spec.tools = p.tools.get();
-                      return p;
-                    }});
-  }
+  for (int n = 0; n < count; ++n) jobs.push_back(testing::fake_job(n, tools_hook));
   return jobs;
 }
 
-std::vector<EpisodeAttemptRecord> attempts(RunStore& store, const std::string& run) {
-  std::vector<EpisodeAttemptRecord> out;
-  EXPECT_TRUE(store.scan_attempts(RunId{run}, "", [&](const EpisodeAttemptRecord& a) {
-    out.push_back(a);
-    return true;
-  }));
-  return out;
+// A run store in a temp dir named after the running test.
+testing::TempStore temp_store() {
+  return testing::TempStore(std::string("rollout_") +
+                            ::testing::UnitTest::GetInstance()->current_test_info()->name());
 }
 
 // The stored trajectory of episode n is exactly what the transcript sampled.
@@ -102,7 +62,8 @@ void expect_trajectory(RunStore& store, const std::string& run, int n) {
 
 TEST(RolloutWorker, AcknowledgesEveryEpisodeWithItsExactTrajectoryAndResumeSkipsThem) {
   (void)setup_logging({.level = "error"});
-  TempStore tmp;
+  testing::TempStore tmp = temp_store();
+  ASSERT_TRUE(tmp.store);
   RunStoreRollout store(*tmp.store);
   RolloutWorker worker(store, {.worker_id = WorkerId{"w1"}, .concurrent_episodes = 3});
   std::atomic<int> started{0}, acked{0};
@@ -114,7 +75,7 @@ TEST(RolloutWorker, AcknowledgesEveryEpisodeWithItsExactTrajectoryAndResumeSkips
   EXPECT_EQ(started.load(), 7);
   EXPECT_EQ(acked.load(), 7);
   for (int n = 0; n < 7; ++n) expect_trajectory(*tmp.store, "run", n);
-  for (const auto& a : attempts(*tmp.store, "run")) {
+  for (const auto& a : testing::attempts_of(*tmp.store, "run")) {
     EXPECT_EQ(a.attempt, 1u);
     EXPECT_EQ(a.state, AttemptState::kCommitted) << a.episode_id.value();
     EXPECT_EQ(a.worker_id.value(), "w1");
@@ -139,7 +100,8 @@ TEST(RolloutWorker, AcknowledgesEveryEpisodeWithItsExactTrajectoryAndResumeSkips
 // generate its compile call and the rendezvous times out).
 TEST(RolloutWorker, AnEpisodeWaitingOnAToolHoldsNoGenerationSlot) {
   (void)setup_logging({.level = "error"});
-  TempStore tmp;
+  testing::TempStore tmp = temp_store();
+  ASSERT_TRUE(tmp.store);
   RunStoreRollout store(*tmp.store);
   std::mutex mu;
   std::condition_variable cv;
@@ -164,7 +126,8 @@ TEST(RolloutWorker, AnEpisodeWaitingOnAToolHoldsNoGenerationSlot) {
 
 TEST(RolloutWorker, RecoveryAbortsALostWorkersAttemptsThenRerunsOrGivesUp) {
   (void)setup_logging({.level = "error"});
-  TempStore tmp;
+  testing::TempStore tmp = temp_store();
+  ASSERT_TRUE(tmp.store);
   RunStoreRollout store(*tmp.store);
   auto mark = [](const std::string& episode, std::uint32_t n, AttemptState state) {
     return EpisodeAttemptRecord{.run_id = RunId{"run"},
@@ -199,7 +162,7 @@ TEST(RolloutWorker, RecoveryAbortsALostWorkersAttemptsThenRerunsOrGivesUp) {
   EXPECT_EQ(given_up->status, EpisodeStatus::kAborted);
   EXPECT_EQ(*tmp.store->count_episodes(RunId{"run"}), 3u);
 
-  auto all = attempts(*tmp.store, "run");
+  auto all = testing::attempts_of(*tmp.store, "run");
   ASSERT_EQ(all.size(), 5u);  // e0: 1 aborted, 2 committed; e1: 1, 2 aborted; e2: 1 committed
   EXPECT_EQ(all[0].state, AttemptState::kAborted);
   EXPECT_NE(all[0].note.find("worker dead lost"), std::string::npos);
@@ -211,7 +174,8 @@ TEST(RolloutWorker, RecoveryAbortsALostWorkersAttemptsThenRerunsOrGivesUp) {
 
 TEST(RolloutWorker, PassingStoreErrorsAreRetriedAndAStoreThatStaysDownFailsByTheDeadline) {
   (void)setup_logging({.level = "error"});
-  TempStore tmp;
+  testing::TempStore tmp = temp_store();
+  ASSERT_TRUE(tmp.store);
   RunStoreRollout real(*tmp.store);
   FaultyRolloutStore faulty(real);
   // Write 1 is the attempt marker; writes 2 and 3 (the first two tries of the commit) fail as
@@ -244,7 +208,7 @@ TEST(RolloutWorker, PassingStoreErrorsAreRetriedAndAStoreThatStaysDownFailsByThe
       << r2.jobs[0].error->message;
   EXPECT_FALSE(tmp.store->get_episode_summary(RunId{"run"}, EpisodeId{"e1"}));
   auto e1 = std::vector<EpisodeAttemptRecord>{};
-  for (auto& a : attempts(*tmp.store, "run"))
+  for (auto& a : testing::attempts_of(*tmp.store, "run"))
     if (a.episode_id.value() == "e1") e1.push_back(a);
   ASSERT_EQ(e1.size(), 1u);
   EXPECT_EQ(e1[0].state, AttemptState::kRunning);
@@ -264,7 +228,8 @@ TEST(RolloutWorker, PassingStoreErrorsAreRetriedAndAStoreThatStaysDownFailsByThe
 
 TEST(RolloutWorker, AnEpisodeThatCannotBePreparedIsAbortedAtOnceAndRerunLater) {
   (void)setup_logging({.level = "error"});
-  TempStore tmp;
+  testing::TempStore tmp = temp_store();
+  ASSERT_TRUE(tmp.store);
   RunStoreRollout store(*tmp.store);
   auto jobs = make_jobs(1);
   auto good = jobs[0].prepare;
@@ -275,7 +240,7 @@ TEST(RolloutWorker, AnEpisodeThatCannotBePreparedIsAbortedAtOnceAndRerunLater) {
   RolloutReport r = worker.run(RunId{"run"}, jobs);
   ASSERT_EQ(r.jobs[0].outcome, JobOutcome::kFailed);
   EXPECT_NE(r.jobs[0].error->message.find("prepare episode run/e0"), std::string::npos);
-  auto a = attempts(*tmp.store, "run");
+  auto a = testing::attempts_of(*tmp.store, "run");
   ASSERT_EQ(a.size(), 1u);
   EXPECT_EQ(a[0].state, AttemptState::kAborted);
   EXPECT_NE(a[0].note.find("no transcript for e0"), std::string::npos);
@@ -285,6 +250,55 @@ TEST(RolloutWorker, AnEpisodeThatCannotBePreparedIsAbortedAtOnceAndRerunLater) {
   EXPECT_EQ(again.jobs[0].outcome, JobOutcome::kAcknowledged);
   EXPECT_EQ(again.jobs[0].attempt, 2u);
   expect_trajectory(*tmp.store, "run", 0);
+}
+
+// Interleaving: three episodes meet inside their first compile; the stop is set there, before
+// any of them makes its second policy call. Each is cut at that call: its attempt is aborted with
+// a "stopped:" note and nothing is stored. A later run with max_attempts = 1 still runs them
+// (stopped attempts do not count) as attempt 2.
+TEST(RolloutWorker, AStopCutsEpisodesInFlightAbortsTheirAttemptsAndALaterRunRerunsThem) {
+  (void)setup_logging({.level = "error"});
+  testing::TempStore tmp = temp_store();
+  ASSERT_TRUE(tmp.store);
+  RunStoreRollout store(*tmp.store);
+  std::atomic<bool> stop{false};
+  std::mutex mu;
+  std::condition_variable cv;
+  int in_compile = 0;
+  auto stop_when_all_in_compile = [&] {
+    std::unique_lock lock(mu);
+    if (++in_compile == 3) {
+      stop = true;
+      cv.notify_all();
+    }
+    cv.wait_for(lock, 10s, [&] { return stop.load(); });
+  };
+  RolloutWorker worker(store, {.worker_id = WorkerId{"w1"}, .concurrent_episodes = 3});
+  std::atomic<int> finished{0};
+  RolloutReport r = worker.run(RunId{"run"}, make_jobs(5, stop_when_all_in_compile),
+                               {.on_finished = [&](const JobResult&) { ++finished; }}, &stop);
+  ASSERT_TRUE(stop.load()) << "the episodes never were in compile together";
+  EXPECT_EQ(r.count(JobOutcome::kStopped), 3u);
+  EXPECT_EQ(r.count(JobOutcome::kNotStarted), 2u);
+  EXPECT_EQ(finished.load(), 3);
+  EXPECT_EQ(*tmp.store->count_episodes(RunId{"run"}), 0u);
+  auto cut = testing::attempts_of(*tmp.store, "run");
+  ASSERT_EQ(cut.size(), 3u);
+  for (const auto& a : cut) {
+    EXPECT_EQ(a.state, AttemptState::kAborted) << a.episode_id.value();
+    EXPECT_TRUE(a.note.starts_with(kStoppedAttemptNote)) << a.note;
+  }
+
+  RolloutWorker later(store, {.worker_id = WorkerId{"w2"}, .max_attempts = 1});
+  RolloutReport again = later.run(RunId{"run"}, make_jobs(5));
+  EXPECT_EQ(again.count(JobOutcome::kAcknowledged), 5u);
+  for (const JobResult& j : again.jobs) {
+    const bool was_cut = std::any_of(cut.begin(), cut.end(), [&](const EpisodeAttemptRecord& a) {
+      return a.episode_id == j.episode_id;
+    });
+    EXPECT_EQ(j.attempt, was_cut ? 2u : 1u) << j.episode_id.value();
+  }
+  for (int n = 0; n < 5; ++n) expect_trajectory(*tmp.store, "run", n);
 }
 
 }  // namespace

@@ -13,9 +13,10 @@
 namespace cuda_agent {
 namespace {
 
+using testing::attempts_of;
 using testing::make_episode;
 using testing::store_at;
-using testing::TempDir;
+using testing::TempStore;
 using namespace std::chrono_literals;
 
 EpisodeAttemptRecord attempt(const std::string& episode, std::uint32_t n, AttemptState state) {
@@ -31,34 +32,23 @@ EpisodeAttemptRecord attempt(const std::string& episode, std::uint32_t n, Attemp
   return a;
 }
 
-std::vector<EpisodeAttemptRecord> attempts_of(const RunStore& store, const std::string& run,
-                                              const std::string& episode = "") {
-  std::vector<EpisodeAttemptRecord> out;
-  Status s = store.scan_attempts(RunId{run}, episode, [&](const EpisodeAttemptRecord& a) {
-    out.push_back(a);
-    return true;
-  });
-  EXPECT_TRUE(s) << s.error().to_string();
-  return out;
-}
-
 TEST(RunStoreAttempts, InFlightThenCommittedWithTheEpisodeInOrderAndPerEpisode) {
-  TempDir tmp("attempts");
-  auto store = RunStore::open(store_at(tmp.sub("s")), StoreMode::kWrite);
-  ASSERT_TRUE(store) << store.error().to_string();
+  TempStore tmp("attempts");
+  ASSERT_TRUE(tmp.store);
+  RunStore* store = tmp.store.get();
   StoreWrite begin;
   begin.attempts = {attempt("e2", 1, AttemptState::kRunning),
                     attempt("e1", 2, AttemptState::kRunning),
                     attempt("e1", 1, AttemptState::kAborted)};
-  ASSERT_TRUE((*store)->write(std::move(begin), 10s));
+  ASSERT_TRUE(store->write(std::move(begin), 10s));
 
   // Commit e1's second attempt with its episode; the first attempt stays aborted.
   StoreWrite commit;
   commit.episodes.push_back(make_episode("r", "e1", "t", 1.0));
   commit.attempts.push_back(attempt("e1", 2, AttemptState::kCommitted));
-  ASSERT_TRUE((*store)->write(std::move(commit), 10s));
+  ASSERT_TRUE(store->write(std::move(commit), 10s));
 
-  auto all = attempts_of(**store, "r");
+  auto all = attempts_of(*store, "r");
   ASSERT_EQ(all.size(), 3u);
   EXPECT_EQ(all[0].episode_id.value(), "e1");
   EXPECT_EQ(all[0].attempt, 1u);
@@ -69,65 +59,65 @@ TEST(RunStoreAttempts, InFlightThenCommittedWithTheEpisodeInOrderAndPerEpisode) 
   EXPECT_EQ(all[1].started_unix_ms, 1002);
   EXPECT_EQ(all[2].episode_id.value(), "e2");
   EXPECT_EQ(all[2].state, AttemptState::kRunning);
-  EXPECT_EQ(attempts_of(**store, "r", "e2").size(), 1u);
-  EXPECT_TRUE(attempts_of(**store, "other").empty());
-  EXPECT_TRUE((*store)->get_episode(RunId{"r"}, EpisodeId{"e1"}));
+  EXPECT_EQ(attempts_of(*store, "r", "e2").size(), 1u);
+  EXPECT_TRUE(attempts_of(*store, "other").empty());
+  EXPECT_TRUE(store->get_episode(RunId{"r"}, EpisodeId{"e1"}));
 }
 
 TEST(RunStoreAttempts, AConflictingEpisodeLeavesItsAttemptUncommitted) {
-  TempDir tmp("attempts_conflict");
-  auto store = RunStore::open(store_at(tmp.sub("s")), StoreMode::kWrite);
-  ASSERT_TRUE(store);
+  TempStore tmp("attempts_conflict");
+  ASSERT_TRUE(tmp.store);
+  RunStore* store = tmp.store.get();
   StoreWrite first;
   first.episodes.push_back(make_episode("r", "e1", "t", 1.0));
   first.attempts.push_back(attempt("e1", 1, AttemptState::kCommitted));
-  ASSERT_TRUE((*store)->write(std::move(first), 10s));
+  ASSERT_TRUE(store->write(std::move(first), 10s));
   StoreWrite running;
   running.attempts.push_back(attempt("e1", 2, AttemptState::kRunning));
-  ASSERT_TRUE((*store)->write(std::move(running), 10s));
+  ASSERT_TRUE(store->write(std::move(running), 10s));
 
   // A second attempt with other content: the whole write is refused, attempt 2 stays running.
   StoreWrite second;
   second.episodes.push_back(make_episode("r", "e1", "t", 3.0));
   second.attempts.push_back(attempt("e1", 2, AttemptState::kCommitted));
-  Status s = (*store)->write(std::move(second), 10s);
+  Status s = store->write(std::move(second), 10s);
   ASSERT_FALSE(s);
   EXPECT_EQ(s.error().code, "store.conflict");
-  auto all = attempts_of(**store, "r", "e1");
+  auto all = attempts_of(*store, "r", "e1");
   ASSERT_EQ(all.size(), 2u);
   EXPECT_EQ(all[1].state, AttemptState::kRunning);
 }
 
 TEST(RunStoreAttempts, BadAttemptsAreRefusedNamingTheField) {
-  TempDir tmp("attempts_bad");
-  auto store = RunStore::open(store_at(tmp.sub("s")), StoreMode::kWrite);
-  ASSERT_TRUE(store);
+  TempStore tmp("attempts_bad");
+  ASSERT_TRUE(tmp.store);
+  RunStore* store = tmp.store.get();
   StoreWrite zero;
   zero.attempts.push_back(attempt("e1", 0, AttemptState::kRunning));
-  Status s = (*store)->write(std::move(zero), 10s);
+  Status s = store->write(std::move(zero), 10s);
   ASSERT_FALSE(s);
   EXPECT_NE(s.error().message.find("attempts count from 1"), std::string::npos);
   StoreWrite no_worker;
   no_worker.attempts.push_back(attempt("e1", 1, AttemptState::kRunning));
   no_worker.attempts[0].worker_id = WorkerId{""};
-  s = (*store)->write(std::move(no_worker), 10s);
+  s = store->write(std::move(no_worker), 10s);
   ASSERT_FALSE(s);
   EXPECT_NE(s.error().message.find("worker id"), std::string::npos);
 }
 
 TEST(RunStoreAttempts, AnOlderStoreWithoutTheFamilyReadsAsItIsAndItsWriterAddsIt) {
-  TempDir tmp("attempts_older");
-  const std::string dir = tmp.sub("s");
+  TempStore tmp("attempts_older");
+  const std::string dir = tmp.dir;
   {
-    auto store = RunStore::open(store_at(dir), StoreMode::kWrite);
-    ASSERT_TRUE(store);
-    ASSERT_TRUE((*store)->write(
+    ASSERT_TRUE(tmp.store);
+    ASSERT_TRUE(tmp.store->write(
         [] {
           StoreWrite w;
           w.episodes.push_back(make_episode("r", "e1", "t", 1.0));
           return w;
         }(),
         10s));
+    tmp.store.reset();
   }
   {  // What an older build left: the same store without the "attempts" family.
     rocks::StoreRocksOptions o = rocks::make_options(store_at(dir));
@@ -139,19 +129,17 @@ TEST(RunStoreAttempts, AnOlderStoreWithoutTheFamilyReadsAsItIsAndItsWriterAddsIt
     for (auto* h : handles) raw->DestroyColumnFamilyHandle(h);
     delete raw;
   }
-  {
-    auto ro = RunStore::open(store_at(dir), StoreMode::kReadOnly);
-    ASSERT_TRUE(ro) << ro.error().to_string();
-    EXPECT_TRUE((*ro)->get_episode(RunId{"r"}, EpisodeId{"e1"}));
-    EXPECT_TRUE(attempts_of(**ro, "r").empty());
-    EXPECT_TRUE((*ro)->stats(std::nullopt));
-  }
-  auto rw = RunStore::open(store_at(dir), StoreMode::kWrite);
-  ASSERT_TRUE(rw) << rw.error().to_string();
+  RunStore* ro = tmp.reopen(StoreMode::kReadOnly);
+  ASSERT_TRUE(ro);
+  EXPECT_TRUE(ro->get_episode(RunId{"r"}, EpisodeId{"e1"}));
+  EXPECT_TRUE(attempts_of(*ro, "r").empty());
+  EXPECT_TRUE(ro->stats(std::nullopt));
+  RunStore* rw = tmp.reopen(StoreMode::kWrite);
+  ASSERT_TRUE(rw);
   StoreWrite w;
   w.attempts.push_back(attempt("e2", 1, AttemptState::kRunning));
-  ASSERT_TRUE((*rw)->write(std::move(w), 10s));
-  EXPECT_EQ(attempts_of(**rw, "r").size(), 1u);
+  ASSERT_TRUE(rw->write(std::move(w), 10s));
+  EXPECT_EQ(attempts_of(*rw, "r").size(), 1u);
 }
 
 }  // namespace

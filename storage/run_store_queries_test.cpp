@@ -19,6 +19,7 @@ namespace {
 using testing::make_episode;
 using testing::store_at;
 using testing::TempDir;
+using testing::TempStore;
 using namespace std::chrono_literals;
 
 std::string base64_decode(const std::string& in) {
@@ -42,10 +43,9 @@ std::string base64_decode(const std::string& in) {
 class RunStoreQueries : public ::testing::Test {
  protected:
   void SetUp() override {
-    tmp_ = std::make_unique<TempDir>("queries");
-    auto s = RunStore::open(store_at(tmp_->sub("s")), StoreMode::kWrite);
-    ASSERT_TRUE(s) << s.error().to_string();
-    store_ = std::move(s).value();
+    tmp_ = std::make_unique<TempStore>("queries");
+    ASSERT_TRUE(tmp_->store);
+    store_ = tmp_->store.get();
     std::mt19937 rng(testing::test_seed(4242));
     const double rewards[] = {-1, 0, 1, 2, 3, 0.5, 2.5};
     StoreWrite w;
@@ -69,8 +69,8 @@ class RunStoreQueries : public ::testing::Test {
     }
   }
 
-  std::unique_ptr<TempDir> tmp_;
-  std::unique_ptr<RunStore> store_;
+  std::unique_ptr<TempStore> tmp_;
+  RunStore* store_ = nullptr;
   std::vector<EpisodeRecord> all_;
 };
 
@@ -216,8 +216,9 @@ TEST_F(RunStoreQueries, StatsCountStatusesStagesAndRewards) {
 }
 
 TEST(RunStoreEvaluations, BestVerifiedSolutionPerTask) {
-  TempDir tmp("best");
-  auto store = std::move(RunStore::open(store_at(tmp.sub("s")), StoreMode::kWrite)).value();
+  TempStore tmp("best");
+  ASSERT_TRUE(tmp.store);
+  RunStore* store = tmp.store.get();
   StoreWrite w;
   auto ev = [&](const char* id, const char* task, double reward, double speedup, bool verified) {
     EvaluationRecord e;
@@ -250,8 +251,9 @@ TEST(RunStoreEvaluations, BestVerifiedSolutionPerTask) {
 }
 
 TEST(RunStoreTasks, ScanByIdPrefixAndSuiteStopsWhenAsked) {
-  TempDir tmp("tasks");
-  auto store = std::move(RunStore::open(store_at(tmp.sub("s")), StoreMode::kWrite)).value();
+  TempStore tmp("tasks");
+  ASSERT_TRUE(tmp.store);
+  RunStore* store = tmp.store.get();
   StoreWrite w;
   auto task = [&](const char* id, const char* suite) {
     TaskRecord t;

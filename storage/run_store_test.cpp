@@ -16,15 +16,10 @@ namespace cuda_agent {
 namespace {
 
 using testing::make_episode;
+using testing::open_or_die;
 using testing::store_at;
 using testing::TempDir;
 using namespace std::chrono_literals;
-
-std::unique_ptr<RunStore> open_or_die(const std::string& dir, StoreMode mode) {
-  auto s = RunStore::open(store_at(dir), mode);
-  EXPECT_TRUE(s) << s.error().to_string();
-  return s ? std::move(s).value() : nullptr;
-}
 
 StoreWrite one(EpisodeRecord e) {
   StoreWrite w;

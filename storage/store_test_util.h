@@ -1,13 +1,20 @@
-// Test-only helpers for the run store's tests (never linked into the product): temporary store
-// directories and episodes with checkable contents.
+// Test-only helpers for the run store's tests and its users' (never linked into the product):
+// temporary store directories, a store opened in one, and episodes with checkable contents.
+//
+//   testing::TempStore s("attempts");          // $TMP/ca_store_attempts_<pid>/s, opened kWrite
+//   ASSERT_TRUE(s.store);
+//   s.store->write(...);  s.reopen(StoreMode::kReadOnly);
 #pragma once
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "storage/run_store.h"
 
@@ -23,6 +30,8 @@ class TempDir {
     std::filesystem::remove_all(path_);
     std::filesystem::create_directories(path_);
   }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
   ~TempDir() {
     std::error_code ec;
     std::filesystem::remove_all(path_, ec);
@@ -38,6 +47,43 @@ inline StoreOptions store_at(const std::string& dir) {
   StoreOptions o;
   o.dir = dir;
   return o;
+}
+
+/// The store at `dir` opened in `mode`; nullptr (and a failed expectation) when it cannot be.
+inline std::unique_ptr<RunStore> open_or_die(const std::string& dir,
+                                             StoreMode mode = StoreMode::kWrite) {
+  auto s = RunStore::open(store_at(dir), mode);
+  EXPECT_TRUE(s) << s.error().to_string();
+  return s ? std::move(s).value() : nullptr;
+}
+
+/// A run store in a fresh temp dir (`<TempDir>/s`), opened on construction; the directory goes
+/// with it. `store` is null (and the test has failed) when it could not be opened.
+struct TempStore {
+  explicit TempStore(const std::string& name, StoreMode mode = StoreMode::kWrite)
+      : tmp(name), dir(tmp.sub("s")), store(open_or_die(dir, mode)) {}
+  /// Closes the store and opens it again in `mode`.
+  RunStore* reopen(StoreMode mode) {
+    store.reset();
+    store = open_or_die(dir, mode);
+    return store.get();
+  }
+  TempDir tmp;
+  std::string dir;
+  std::unique_ptr<RunStore> store;
+};
+
+/// Every attempt of `run` (of one episode when `episode` is not empty), as scan_attempts gives
+/// them: by episode id, then attempt number.
+inline std::vector<EpisodeAttemptRecord> attempts_of(const RunStore& store, const std::string& run,
+                                                     const std::string& episode = "") {
+  std::vector<EpisodeAttemptRecord> out;
+  Status s = store.scan_attempts(RunId{run}, episode, [&](const EpisodeAttemptRecord& a) {
+    out.push_back(a);
+    return true;
+  });
+  EXPECT_TRUE(s) << s.error().to_string();
+  return out;
 }
 
 /// Deterministic trajectory bytes for an episode id: tests can recheck them after reopening.

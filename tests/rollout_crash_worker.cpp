@@ -24,7 +24,6 @@
 #include <string>
 
 #include "core/log.h"
-#include "rollout/replay_policy.h"
 #include "rollout/rollout_test_fakes.h"
 #include "rollout/rollout_worker.h"
 
@@ -81,22 +80,8 @@ int main(int argc, char** argv) {
   std::vector<RolloutJob> jobs;
   for (int n = 0; n < episodes; ++n) {
     const bool stall = stall_from >= 0 && n >= stall_from;
-    jobs.push_back({.episode_id = EpisodeId{"e" + std::to_string(n)},
-                    .task_id = TaskId{"t/" + std::to_string(n % 2)},
-                    .prepare = [n, stall]() -> Expected<PreparedEpisode> {
-                      ASSIGN_OR_RETURN(auto policy,
-                                       ReplayPolicy::parse(testing::fake_transcript(n), "fake"));
-                      auto tools = std::make_unique<testing::FakeEvaluationTools>();
-                      if (stall) tools->in_compile = wait_for_stdin_eof;
-                      PreparedEpisode p;
-                      p.spec.model_py = testing::kFakeModelPy;
-                      p.spec.policy_version = PolicyVersion{7};
-                      p.policy = std::move(policy);
-                      p.tools = std::move(tools);
-                      p.spec.policy = p.policy.get();
-                      p.spec.tools = p.tools.get();
-                      return p;
-                    }});
+    jobs.push_back(testing::fake_job(n, stall ? wait_for_stdin_eof : std::function<void()>{},
+                                     /*evaluation=*/false));
   }
   RolloutHooks hooks{
       .on_started =
