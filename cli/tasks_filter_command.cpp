@@ -1,8 +1,9 @@
 // `cuda-agent tasks filter`: duplicates, decontamination and the GPU filter over stored tasks
 // (tasks/task_filter.h), with progress, a summary, a report and an export of the passing tasks.
-// Runs on the local GPU: routing through the bench pool would need a filter request in the bench
-// protocol (messages/bench.capnp carries solutions, not tasks); one GPU filters about a thousand
-// tasks an hour, which suits dataset building.
+// Each task's child is forked from a per-thread harness zygote unless --no-zygote
+// (tasks/gpu_filter.h). Runs on the local GPU: routing through the bench pool would need a filter
+// request in the bench protocol (messages/bench.capnp carries solutions, not tasks); one GPU
+// filters about a thousand tasks an hour, which suits dataset building.
 //
 // Exit codes: 0 the filter ran (tasks may have been dropped); 1 it could not run (no GPU, no
 // torch, the store refused a write); 2 bad input (flags, an unknown suite, a locked store).
@@ -34,6 +35,7 @@ struct FilterArgs {
   double task_timeout_s = 300;
   double memory_budget_gib = 0;
   bool no_compile = false;
+  bool no_zygote = false;
 };
 
 Status write_text(const fs::path& path, const std::string& text) {
@@ -91,6 +93,7 @@ int run_filter(FilterArgs& a) {
   if (o.gpu.timed_trials < 1) return report(usage("--trials must be at least 1"));
   if (a.task_timeout_s <= 0) return report(usage("--task-timeout-s must be positive"));
   o.gpu.compile = !a.no_compile;
+  o.gpu.zygote = !a.no_zygote;
   o.gpu.task_wall_ms = static_cast<std::int64_t>(a.task_timeout_s * 1000);
   if (a.memory_budget_gib < 0) return report(usage("--memory-budget-gib must not be negative"));
   o.gpu.memory_budget_bytes = static_cast<std::int64_t>(a.memory_budget_gib * (1 << 30));
@@ -182,6 +185,10 @@ void add_tasks_filter_command(CLI::App& tasks, CommandResult& result) {
   cmd->add_option("--warmup", a->options.gpu.warmup_trials, "untimed runs before timing")
       ->capture_default_str();
   cmd->add_flag("--no-compile", a->no_compile, "skip the torch.compile check");
+  cmd->add_flag("--no-zygote", a->no_zygote,
+                "start a fresh Python for every task instead of forking it from a harness zygote "
+                "(one per --jobs thread, torch imported once); same sandbox and verdicts, each "
+                "child then pays for its own import of torch");
   cmd->add_option("--task-timeout-s", a->task_timeout_s, "wall limit of one task's child")
       ->capture_default_str();
   cmd->add_option("--time-limit-s", a->time_limit_s,

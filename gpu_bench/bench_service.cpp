@@ -199,7 +199,7 @@ void BenchService::start_zygote() {
   zygote_ = std::move(*z);
 }
 
-void BenchService::zygote_failed(const std::string& why) {
+void BenchService::zygote_failed(std::string why) {
   const bool refused = why.find("refused to serve") != std::string::npos;
   zygote_.reset();
   if (refused || ++zygote_restarts_ > options_.zygote_max_restarts) {

@@ -165,7 +165,8 @@ class BenchService {
   /// Starts a zygote (not waiting for it) unless it is off or given up on; notes why not.
   void start_zygote();
   /// The zygote failed: note it, restart it within the bound.
-  void zygote_failed(const std::string& why);
+  /// `why` is a copy: it may be the failing zygote's own failure(), gone once it is reset.
+  void zygote_failed(std::string why);
 
   BenchServiceOptions options_;
   std::string python_;

@@ -16,10 +16,12 @@
 #include <mutex>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "core/clock.h"
 #include "gpu_bench/device_probe.h"
 #include "gpu_bench/harness_sandbox.h"
+#include "gpu_bench/harness_zygote.h"
 
 namespace cuda_agent {
 namespace {
@@ -66,6 +68,20 @@ void add_summary(GpuFilterOutcome& o, const std::string& key, const std::string&
                        .unix_ms = now,
                        .details_json = summary_details(key, hash, o.eager_ms, o.compile_ms,
                                                        o.failed_filter, extra)});
+}
+
+// The summary row's details take the outcome's path: forked, the phases (with zygote_wait), the
+// zygote's note.
+void note_path(GpuFilterOutcome& o) {
+  for (FilterResult& r : o.results) {
+    if (r.filter != kSummary) continue;
+    json d = json::parse(r.details_json, nullptr, false);
+    if (!d.is_object()) d = json::object();
+    d["forked"] = o.forked;
+    if (!o.phases_s.empty()) d["phases_s"] = o.phases_s;
+    if (!o.zygote_note.empty()) d["zygote_note"] = o.zygote_note;
+    r.details_json = d.dump();
+  }
 }
 
 std::int64_t dtype_bytes(const std::string& dtype) {
@@ -234,8 +250,78 @@ Expected<std::unique_ptr<GpuFilter>> GpuFilter::create(GpuFilterOptions o) {
                 o.eager_max_ms, o.warmup_trials, o.timed_trials, o.compile ? "on" : "off");
   std::string key =
       "filter v" + std::to_string(kFilterVersion) + " " + o.device + " " + gpu_name + " " + window;
-  return std::unique_ptr<GpuFilter>(
+  // Not in the key: forked or fresh, the checks and their verdicts are the same.
+  std::string zygote;
+  if (o.zygote) {
+    if (!o.zygote_script.empty()) {
+      zygote = o.zygote_script;
+    } else if (auto z = find_harness_script(fs::path(script).parent_path().string(), "zygote.py")) {
+      zygote = *z;
+    }
+  }
+  auto filter = std::unique_ptr<GpuFilter>(
       new GpuFilter(std::move(o), std::move(python), std::move(script), std::move(key), visible));
+  filter->zygote_script_ = std::move(zygote);
+  return filter;
+}
+
+struct GpuFilter::Zygote {
+  std::unique_ptr<HarnessZygote> process;
+  std::string dir;   ///< its own directory (HOME, TMPDIR), removed with it
+  int failures = 0;  ///< in a row, without a task served in between
+  bool given_up = false;
+  std::string note;  ///< for the next outcome
+
+  ~Zygote() { stop(); }
+  void stop() {
+    process.reset();  // before its directory goes
+    std::error_code ec;
+    if (!dir.empty()) fs::remove_all(dir, ec);
+    dir.clear();
+  }
+};
+
+void GpuFilter::start_zygote(Zygote& z) {
+  z.stop();
+  const fs::path dir =
+      fs::path(options_.work_root) / ("zygote-" + std::to_string(next_zygote_.fetch_add(1) + 1));
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  fs::create_directories(dir / "tmp", ec);
+  if (ec) return zygote_failed(z, "cannot make its directory: " + ec.message());
+  z.dir = dir.string();
+  const std::optional<RunAs> run_as = harness_run_as(options_.run_as_base, options_.gpu);
+  if (run_as) {
+    Status handed = hand_job_dir(z.dir, *run_as, "filter.job");
+    if (!handed)
+      return zygote_failed(z, "cannot hand over its directory: " + handed.error().message);
+  }
+  HarnessZygoteOptions zo;
+  zo.box = {.python = python_,
+            .job_dir = z.dir,
+            .visible_device = visible_device_,
+            .run_as = run_as,
+            .isolate_network = options_.isolate_network};
+  zo.zygote_script = zygote_script_;
+  zo.harness_script = script_;
+  auto started = HarnessZygote::start(zo);
+  if (!started) return zygote_failed(z, "cannot start: " + started.error().message);
+  z.process = std::move(*started);
+}
+
+void GpuFilter::zygote_failed(Zygote& z, std::string why) {
+  z.stop();
+  std::string what = why.rfind("harness zygote", 0) == 0 ? why : "harness zygote: " + why;
+  if (what.size() > 1200) what = what.substr(0, 600) + " ... " + what.substr(what.size() - 500);
+  if (!z.note.empty()) z.note += "; ";
+  if (why.find("refused to serve") != std::string::npos ||
+      ++z.failures > options_.zygote_max_restarts) {
+    z.given_up = true;
+    z.note += what + "; this thread uses fresh children from now on";
+    return;
+  }
+  z.note += what + "; restarted (" + std::to_string(z.failures) + " in a row)";
+  start_zygote(z);
 }
 
 GpuFilter::GpuFilter(GpuFilterOptions options, std::string python, std::string script,
@@ -254,26 +340,15 @@ GpuFilter::~GpuFilter() {
   }
 }
 
-Expected<GpuFilterOutcome> GpuFilter::run_one(const Task& task) {
-  const std::uint64_t seq = next_job_.fetch_add(1, std::memory_order_relaxed) + 1;
-  const fs::path dir = fs::path(options_.work_root) / ("job-" + std::to_string(seq));
+Status GpuFilter::write_job(const Task& task, const std::string& dir_str) const {
+  const fs::path dir(dir_str);
   std::error_code ec;
   fs::remove_all(dir, ec);
   fs::create_directories(dir / "tmp", ec);
   if (ec)
     return filter_error(ErrorCategory::kIo, "filter.job",
                         "cannot create '" + dir.string() + "': " + ec.message());
-  struct Cleanup {
-    const fs::path& dir;
-    bool keep;
-    ~Cleanup() {
-      std::error_code e;
-      if (!keep) fs::remove_all(dir, e);
-    }
-  } cleanup{dir, options_.keep_jobs};
   const fs::path task_py = dir / "model.py";
-  const fs::path request = dir / "request.json";
-  const fs::path result = dir / "result.json";
   RETURN_IF_ERROR(write_file(task_py, task.source));
   json req = {{"format", "cuda-agent-filter-request"},
               {"version", 1},
@@ -287,29 +362,97 @@ Expected<GpuFilterOutcome> GpuFilter::run_one(const Task& task) {
                 {"timed_trials", options_.timed_trials},
                 {"compile", options_.compile},
                 {"lock_dir", lock_dir_}}}};
-  RETURN_IF_ERROR(write_file(request, req.dump(1)));
+  RETURN_IF_ERROR(write_file(dir / "request.json", req.dump(1)));
   const std::optional<RunAs> run_as = harness_run_as(options_.run_as_base, options_.gpu);
   if (run_as) RETURN_IF_ERROR(hand_job_dir(dir.string(), *run_as, "filter.job"));
+  return Status();
+}
+
+Expected<GpuFilterOutcome> GpuFilter::run_one(const Task& task) { return run_task(task, nullptr); }
+
+Expected<GpuFilterOutcome> GpuFilter::run_task(const Task& task, Zygote* zygote) {
+  using Clock = std::chrono::steady_clock;
+  const std::uint64_t seq = next_job_.fetch_add(1, std::memory_order_relaxed) + 1;
+  const fs::path dir = fs::path(options_.work_root) / ("job-" + std::to_string(seq));
+  struct Cleanup {
+    const fs::path& dir;
+    bool keep;
+    ~Cleanup() {
+      std::error_code e;
+      if (!keep) fs::remove_all(dir, e);
+    }
+  } cleanup{dir, options_.keep_jobs};
+  RETURN_IF_ERROR(write_job(task, dir.string()));
+  const fs::path result = dir / "result.json";
+  const std::vector<std::string> args = {"--request", (dir / "request.json").string(), "--result",
+                                         result.string()};
+  std::vector<std::string> argv = {script_};
+  argv.insert(argv.end(), args.begin(), args.end());
   const SandboxSpec spec =
       harness_sandbox_spec({.python = python_,
                             .job_dir = dir.string(),
                             .visible_device = visible_device_,
-                            .run_as = run_as,
+                            .run_as = harness_run_as(options_.run_as_base, options_.gpu),
                             .isolate_network = options_.isolate_network,
                             .wall_ms = options_.task_wall_ms},
-                           {script_, "--request", request.string(), "--result", result.string()});
-  ASSIGN_OR_RETURN(SandboxResult sr, run_sandboxed(spec));
+                           argv);
+  std::optional<SandboxResult> ran;
+  double zygote_wait_s = 0;
+  if (zygote && !zygote->given_up && !zygote_script_.empty()) {
+    if (!zygote->process) start_zygote(*zygote);
+    if (zygote->process) {
+      const auto asked = Clock::now();
+      Status ready =
+          zygote->process->wait_ready(asked + std::chrono::milliseconds(options_.zygote_ready_ms));
+      zygote_wait_s = std::chrono::duration<double>(Clock::now() - asked).count();
+      if (!ready) {
+        zygote_failed(*zygote, ready.error().message + " (the task ran in a fresh child)");
+      } else {
+        // The fresh child's sandbox, item by item: its environment, directory and limits; uid
+        // and network namespace are the zygote's, made from the same spec.
+        Expected<SandboxResult> zr = zygote->process->run(
+            ZygoteJob{.argv = args, .env = spec.env, .dir = dir.string(), .limits = spec.limits});
+        if (zr) {
+          ran = std::move(*zr);
+          if (zygote->process->ready()) {
+            zygote->failures = 0;
+          } else {  // it answered for the task (a timeout), then failed: replace it
+            zygote_failed(*zygote, zygote->process->failure());
+          }
+        } else {
+          // The outcome is unknown and the task may have changed its directory: write it again
+          // and run the task in a fresh child.
+          zygote_failed(*zygote, zr.error().message + " (the task was re-run in a fresh child)");
+          RETURN_IF_ERROR(write_job(task, dir.string()));
+        }
+      }
+    }
+  }
+  const bool forked = ran.has_value();
+  if (!ran) {
+    ASSIGN_OR_RETURN(SandboxResult sr, run_sandboxed(spec));
+    ran = std::move(sr);
+  }
+  const SandboxResult& sr = *ran;
+  auto finish = [&](GpuFilterOutcome o) {
+    o.forked = forked;
+    if (forked) o.phases_s["zygote_wait"] = zygote_wait_s;
+    if (zygote) o.zygote_note = std::exchange(zygote->note, std::string());
+    note_path(o);
+    return o;
+  };
   const std::int64_t now = now_unix_ms();
   if (sr.outcome != SandboxOutcome::kExited)
-    return failed_child_outcome(sr, options_.task_wall_ms, key_, task.content_hash, now);
+    return finish(failed_child_outcome(sr, options_.task_wall_ms, key_, task.content_hash, now));
   std::ifstream in(result, std::ios::binary);
-  if (!in) return failed_child_outcome(sr, options_.task_wall_ms, key_, task.content_hash, now);
+  if (!in)
+    return finish(failed_child_outcome(sr, options_.task_wall_ms, key_, task.content_hash, now));
   std::ostringstream text;
   text << in.rdbuf();
   auto parsed = parse_filter_result(text.str(), key_, task.content_hash, now);
   if (!parsed) return parsed.error().with_context("filter of " + task.id.value());
   parsed->wall_s = sr.wall_seconds;
-  return parsed;
+  return finish(std::move(*parsed));
 }
 
 std::int64_t task_input_bytes(const Task& task) {
@@ -349,6 +492,8 @@ Expected<std::size_t> GpuFilter::run_all(
   const std::size_t jobs = std::min(options_.jobs, std::max<std::size_t>(tasks.size(), 1));
 
   auto worker = [&] {
+    Zygote zygote;  // this thread's; declared before the lock, so it dies unlocked
+    Zygote* use_zygote = options_.zygote ? &zygote : nullptr;
     std::unique_lock<std::mutex> lock(mu);
     while (true) {
       if (failure || next >= tasks.size()) break;
@@ -366,7 +511,7 @@ Expected<std::size_t> GpuFilter::run_all(
       ++running;
       in_use += need;
       lock.unlock();
-      Expected<GpuFilterOutcome> o = run_one(*tasks[i]);
+      Expected<GpuFilterOutcome> o = run_task(*tasks[i], use_zygote);
       lock.lock();
       --running;
       in_use -= need;

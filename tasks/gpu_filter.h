@@ -11,6 +11,16 @@
 // times inside the window are not measured under contention. A child that runs out of GPU memory
 // while sharing is run again at the end with the GPU to itself.
 //
+// Each thread of run_all forks its children from its own harness zygote (gpu_bench/
+// harness_zygote.h serving filter_task.py: a sandboxed Python that imported torch once, started
+// on the thread's first task), so a child does not pay for `import torch`. A forked child gets
+// the sandbox a fresh one gets (uid, network namespace, environment, limits, job directory, wall
+// limit). When the zygote fails around a task (it died, was killed by the task, or never became
+// ready), that task's directory is written again and the task runs in a fresh child: a zygote
+// failure is never a task's verdict. The zygote is restarted, and after `zygote_max_restarts`
+// failures in a row that thread uses fresh children for the rest of the run. Outcomes say which
+// path ran (GpuFilterOutcome::forked).
+//
 // Outcomes: a task that fails a check is an outcome with passed = false and the failed check's
 // name and reason. A child that crashes or passes its wall limit is an outcome too
 // (failed_filter "filter_crashed" / "filter_timeout": the task is dropped). Only what makes every
@@ -18,7 +28,7 @@
 // (filter.no_torch), no GPU (filter.no_gpu), a broken request (filter.request).
 //
 // Threading: run_one may be called from several threads at once; run_all calls `done` on the
-// calling thread only.
+// calling thread only. Each zygote belongs to one run_all thread and dies with it.
 #pragma once
 
 #include <atomic>
@@ -74,6 +84,22 @@ struct GpuFilterOptions {
   /// the end.
   /// 0: 70% of the GPU's memory (unlimited on the CPU). Default: 0.
   std::int64_t memory_budget_bytes = 0;
+  /// Fork run_all's children from a harness zygote per thread (see above) instead of starting a
+  /// fresh Python per task: saves each child's `import torch` (3.9 s of a 19 s median child on
+  /// an H200 with 14 at once) for one zygote start per thread. The verdicts are the same either
+  /// way; off (`--no-zygote`) is the plain path, for comparison or where forking misbehaves.
+  /// run_one and the out-of-memory reruns always use fresh children. Default: true.
+  bool zygote = true;
+  /// The zygote script. Default (empty): zygote.py beside filter_task.py; where there is none,
+  /// fresh children. (Tests give a bogus path to see the fallback.)
+  std::string zygote_script;
+  /// How long a task waits for its thread's zygote to be ready (imports, preload) before it runs
+  /// in a fresh child and the zygote counts as failed. Default: 120000 ms.
+  std::int64_t zygote_ready_ms = 120'000;
+  /// Zygote failures in a row on one thread (no task served in between) before that thread uses
+  /// fresh children for the rest of the run; a zygote that refuses to serve (no torch, threads or
+  /// CUDA before fork) is given up at once. Default: 3.
+  int zygote_max_restarts = 3;
 };
 
 struct GpuFilterOutcome {
@@ -90,8 +116,15 @@ struct GpuFilterOutcome {
   /// The child's peak GPU memory (torch.cuda.max_memory_reserved); 0 on the CPU or unknown.
   std::int64_t peak_gpu_bytes = 0;
   /// Where the child's time went (seconds): "lock_wait" (waiting for the GPU locks) and the
-  /// harness's phases_s ("import_torch", "device_init", "checks", "first_compiled_call").
+  /// harness's phases_s ("import_torch", "device_init", "checks", "first_compiled_call"); when
+  /// forked, "zygote_wait" (waiting for the thread's zygote to be ready, before the wall time)
+  /// and an "import_torch" of about 0 (the zygote imported it).
   std::map<std::string, double> phases_s;
+  /// The child was forked from the thread's zygote (else a fresh Python ran it).
+  bool forked = false;
+  /// Why the zygote did not serve this task, or what happened to it around this task ("harness
+  /// zygote: died during a job; restarted (1 in a row)"); empty when nothing happened.
+  std::string zygote_note;
 };
 
 class GpuFilter {
@@ -101,7 +134,7 @@ class GpuFilter {
   GpuFilter(const GpuFilter&) = delete;
   GpuFilter& operator=(const GpuFilter&) = delete;
 
-  /// One task in one child. Errors as in the header comment.
+  /// One task in one fresh child. Errors as in the header comment.
   Expected<GpuFilterOutcome> run_one(const Task& task);
 
   /// Every task, `jobs` at a time; `done(i, outcome)` on this thread as each finishes. Tasks not
@@ -119,6 +152,14 @@ class GpuFilter {
   GpuFilter(GpuFilterOptions options, std::string python, std::string script, std::string key,
             std::string visible_device);
   std::int64_t estimate_bytes(const Task& task, double multiplier) const;
+  struct Zygote;  // one run_all thread's zygote and its failures (gpu_filter.cpp)
+  /// One task in a child forked from `zygote` (nullptr, or given up on: a fresh child).
+  Expected<GpuFilterOutcome> run_task(const Task& task, Zygote* zygote);
+  Status write_job(const Task& task, const std::string& dir) const;
+  void start_zygote(Zygote& z);
+  /// Stops the zygote, notes `why` (a copy: it may come from the zygote) and restarts it within
+  /// the bound.
+  void zygote_failed(Zygote& z, std::string why);
 
   GpuFilterOptions options_;
   std::string python_;
@@ -126,7 +167,9 @@ class GpuFilter {
   std::string key_;
   std::string visible_device_;
   std::string lock_dir_;
+  std::string zygote_script_;  ///< empty: fresh children only
   std::atomic<std::uint64_t> next_job_{0};
+  std::atomic<std::uint64_t> next_zygote_{0};
 };
 
 /// The outcome a parsed result file gives (exposed for tests). `key` and `content_hash` go into

@@ -178,6 +178,7 @@ Expected<FilterSummary> filter_tasks(RunStore& store, const TaskFilterOptions& o
       f.compile_ms = d.value("compile_ms", 0.0);
       f.wall_s = d.value("wall_s", 0.0);
       f.peak_gpu_bytes = d.value("peak_gpu_bytes", std::int64_t{0});
+      f.forked = d.value("forked", false);
       f.input_bytes = task_input_bytes(tasks[i]);
       if (d.contains("phases_s") && d["phases_s"].is_object())
         for (const auto& [name, v] : d["phases_s"].items())
@@ -219,6 +220,7 @@ Expected<FilterSummary> filter_tasks(RunStore& store, const TaskFilterOptions& o
                      f.wall_s = o.wall_s;
                      f.phases_s = o.phases_s;
                      f.peak_gpu_bytes = o.peak_gpu_bytes;
+                     f.forked = o.forked;
                      f.input_bytes = task_input_bytes(tasks[i]);
                      if (!o.passed) {
                        f.dropped_by = o.failed_filter;
@@ -301,6 +303,10 @@ std::string filter_time_text(const FilterSummary& s) {
                     "): " + cell("wall", wall);
   for (const auto& [name, v] : phases) out += ", " + cell(name, v);
   out += "\n";
+  std::size_t forked = 0;
+  for (const FilteredTask& f : s.tasks) forked += f.wall_s > 0 && f.forked ? 1 : 0;
+  out += "children: " + std::to_string(forked) + " forked from a harness zygote, " +
+         std::to_string(wall.size() - forked) + " fresh python\n";
   std::vector<double> peak_gib, ratio;
   for (const FilteredTask& f : s.tasks) {
     if (f.peak_gpu_bytes <= 0) continue;
@@ -328,6 +334,7 @@ std::string filter_report_json(const FilterSummary& s) {
     if (f.wall_s > 0) {
       t["wall_s"] = f.wall_s;
       t["phases_s"] = f.phases_s;
+      t["forked"] = f.forked;
     }
     if (f.peak_gpu_bytes > 0) t["peak_gpu_bytes"] = f.peak_gpu_bytes;
     if (!f.passed) {

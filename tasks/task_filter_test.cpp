@@ -144,16 +144,19 @@ TEST(TaskFilter, SummaryGivesTheMedianAndP90OfEachChildPhase) {
   for (int i = 1; i <= 10; ++i)
     s.tasks.push_back({.id = TaskId{"s/t-" + std::to_string(i)},
                        .wall_s = static_cast<double>(i),
-                       .phases_s = {{"checks", 0.1 * i}}});
+                       .phases_s = {{"checks", 0.1 * i}},
+                       .forked = i > 3});
   s.tasks.push_back({.id = TaskId{"s/host-drop"}, .dropped_by = "duplicate"});  // no child
   EXPECT_EQ(filter_time_text(s),
-            "seconds per child (median/p90 of 10): wall 6.0/9.0, checks 0.6/0.9\n");
+            "seconds per child (median/p90 of 10): wall 6.0/9.0, checks 0.6/0.9\n"
+            "children: 7 forked from a harness zygote, 3 fresh python\n");
   for (int i = 0; i < 10; ++i) {
     s.tasks[i].peak_gpu_bytes = std::int64_t{i + 1} << 30;
     s.tasks[i].input_bytes = i < 5 ? std::int64_t{1} << 29 : -1;  // half of them unknown
   }
   EXPECT_EQ(filter_time_text(s),
             "seconds per child (median/p90 of 10): wall 6.0/9.0, checks 0.6/0.9\n"
+            "children: 7 forked from a harness zygote, 3 fresh python\n"
             "GPU memory per child (median/p90 of 10): peak reserved GiB 6.0/9.0, "
             "peak / input bytes 6.0/10.0\n");
 }

@@ -10,8 +10,8 @@ harness's modules, first-use paths warmed on the CPU) but never initialises CUDA
 untrusted code. Then, per job message on fd 3 (a SOCK_SEQPACKET socket; the job's output pipe
 travels with it as SCM_RIGHTS), it forks a child that becomes exactly the per-request harness:
 its own process group, stdout and stderr on the job's pipe, stdin /dev/null, every other fd
-closed, the job's environment and working directory, its CPU limit, then
-`harness.main(argv, t0)`. The zygote sends the child's pid (and a pidfd of it), waits for it, and
+closed, the job's environment (as a fresh Python would see it) and working directory, its CPU
+limit, then `harness.main(argv, t0)`. The zygote sends the child's pid (and a pidfd of it), waits for it, and
 sends how it ended. One job at a time.
 
 The zygote is not dumpable (PR_SET_DUMPABLE 0), so a job running as the same uid can neither
@@ -37,6 +37,8 @@ CONTROL_FD = 3
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
 MAX_MESSAGE = 1 << 20
+# The zygote's environment as its Python start-up left it (see _job_environment).
+_STARTUP_ENV = dict(os.environ)
 
 
 def _libc():
@@ -92,6 +94,21 @@ def _cuda_initialized():
         return False
 
 
+def _job_environment(items):
+    """The job's environment ("NAME=value" items) as a fresh Python started with it would see it:
+    Python's start-up sets LC_CTYPE where the locale is C (PEP 538 locale coercion), so where the
+    zygote's own start-up did that with the same locale variables, the job gets it too."""
+    env = {}
+    for item in items:
+        name, _, value = item.partition("=")
+        env[name] = value
+    coerced = _STARTUP_ENV.get("LC_CTYPE")
+    if (coerced and "LC_CTYPE" not in env
+            and all(env.get(k) == _STARTUP_ENV.get(k) for k in ("LC_ALL", "LANG"))):
+        env["LC_CTYPE"] = coerced
+    return env
+
+
 def _run_job(harness, job, out_fd, sock, zygote_pid, t0):
     """In the forked child: become the per-request harness for `job`, then exit. Never returns."""
     code = 70
@@ -110,9 +127,7 @@ def _run_job(harness, job, out_fd, sock, zygote_pid, t0):
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         os.chdir(job["dir"])
         os.environ.clear()
-        for item in job["env"]:
-            name, _, value = item.partition("=")
-            os.environ[name] = value
+        os.environ.update(_job_environment(job["env"]))
         tempfile.tempdir = None  # TMPDIR is the job's now
         cpu = int(job.get("cpu_seconds", 0))
         if cpu > 0:

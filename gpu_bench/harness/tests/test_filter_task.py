@@ -149,6 +149,40 @@ class OnCpu(unittest.TestCase):
             r = run(GOOD, lock_dir=d)
         self.assertTrue(r["passed"], r)
 
+    def test_preload_then_main_as_the_zygote_runs_it(self):
+        """preload() (zygote.py calls it before forking) leaves one thread and CUDA untouched,
+        and main(argv, t0) afterwards gives the fresh child's verdict with a free import."""
+        with tempfile.TemporaryDirectory() as d:
+            task = os.path.join(d, "model.py")
+            with open(task, "w") as f:
+                f.write(CONSTANT)
+            req = os.path.join(d, "request.json")
+            res = os.path.join(d, "result.json")
+            with open(req, "w") as f:
+                json.dump({"format": filter_task.FORMAT_REQUEST, "version": filter_task.VERSION,
+                           "task_py": task, "options": {"device": "cpu", "eager_min_ms": 0.0,
+                                                        "eager_max_ms": 1e6, "compile": False}},
+                          f)
+            script = (
+                "import os, sys, threading, time\n"
+                "sys.path.insert(0, %r)\n"
+                "import filter_task, torch\n"
+                "facts = filter_task.preload()\n"
+                "assert facts['torch'] == torch.__version__, facts\n"
+                "assert not torch.cuda.is_initialized()\n"
+                "assert threading.active_count() == 1\n"
+                "assert len(os.listdir('/proc/self/task')) == 1, os.listdir('/proc/self/task')\n"
+                "sys.exit(filter_task.main(['--request', %r, '--result', %r], time.perf_counter()))\n"
+                % (HARNESS, req, res))
+            proc = subprocess.run([sys.executable, "-I", "-B", "-c", script],
+                                  capture_output=True, text=True, timeout=300)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            with open(res) as f:
+                r = json.load(f)
+        self.assertFalse(r["passed"], r)
+        self.assertEqual(next(c for c in r["checks"] if not c["passed"])["name"], "not_constant")
+        self.assertLess(r["phases_s"]["import_torch"], 0.5)
+
 
 if __name__ == "__main__":
     unittest.main()
