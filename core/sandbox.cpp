@@ -75,6 +75,25 @@ void set_limit(int status_fd, int resource, rlim_t soft, rlim_t hard) {
 
 int pidfd_open(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
 
+// Child side: every fd from `first` up is closed at exec, so the untrusted program inherits none
+// of the parent's files and sockets (a store, a broker socket, a GPU lock) that were opened
+// without O_CLOEXEC; the status pipe stays open until exec closes it. close_range(2) with
+// CLOSE_RANGE_CLOEXEC (Linux 5.11) where it exists, else fcntl on every possible fd.
+void cloexec_from(int status_fd, int first) {
+#ifdef SYS_close_range
+  constexpr unsigned kCloseRangeCloexec = 1u << 2;  // CLOSE_RANGE_CLOEXEC
+  if (::syscall(SYS_close_range, static_cast<unsigned>(first), ~0u, kCloseRangeCloexec) == 0)
+    return;
+#endif
+  struct rlimit rl {};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0) child_fail(status_fd, kStepDup);
+  const int end = rl.rlim_cur == RLIM_INFINITY ? 1 << 20 : static_cast<int>(rl.rlim_cur);
+  for (int fd = first; fd < end; ++fd) {
+    const int flags = ::fcntl(fd, F_GETFD);
+    if (flags >= 0 && fd != status_fd) ::fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
+  }
+}
+
 // Forks the confined child (see sandbox.h): stdin from `stdin_fd`, stdout and stderr to
 // `out_fd`, `extra_fd` (when >= 0) as its fd 3. Returns the pid; `status_r` receives the
 // failure report of a step that failed before exec. Nothing is allocated after fork.
@@ -94,6 +113,7 @@ Expected<pid_t> fork_confined(const SandboxSpec& spec, bool isolate, char* const
     if (::dup2(stdin_fd, 0) < 0 || ::dup2(out_fd, 1) < 0 || ::dup2(out_fd, 2) < 0)
       child_fail(sfd, kStepDup);
     if (extra_fd >= 0 && ::dup2(extra_fd, 3) < 0) child_fail(sfd, kStepDup);  // dup2 clears CLOEXEC
+    cloexec_from(sfd, extra_fd >= 0 ? 4 : 3);
     if (::chdir(spec.work_dir.c_str()) != 0) child_fail(sfd, kStepChdir);
     set_limit(sfd, RLIMIT_CORE, 0, 0);
     set_limit(sfd, RLIMIT_CPU, static_cast<rlim_t>(lim.cpu_seconds),

@@ -1,6 +1,8 @@
 #include "core/sandbox.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -40,6 +42,31 @@ TEST(Sandbox, PassesStdinAndOnlyTheGivenEnvironment) {
   ASSERT_TRUE(r) << r.error().to_string();
   EXPECT_EQ(r->output.size(), 200'000u + std::string("[][]\n").size());
   EXPECT_NE(r->output.find("[][]"), std::string::npos);
+}
+
+// The program sees its stdio (and fd 3 where given) and nothing else of this process, even
+// descriptors opened here without O_CLOEXEC.
+std::string open_fds_line() { return "ls /proc/self/fd | sort -n | tr '\\n' ' '"; }
+
+TEST(Sandbox, InheritsNoDescriptorOfTheParent) {
+  UniqueFd leaky(::open("/dev/null", O_RDONLY));  // no O_CLOEXEC, as a library might
+  ASSERT_GE(leaky.fd, 3);
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  UniqueFd a(sv[0]), b(sv[1]);
+  auto r = run_sandboxed(shell(open_fds_line()));
+  ASSERT_TRUE(r) << r.error().to_string();
+  // 0-2, and 3 for the directory `ls` itself opens to list /proc/self/fd.
+  EXPECT_EQ(r->output, "0 1 2 3 ") << "inherited descriptors";
+
+  auto p = SandboxedProcess::start(shell(open_fds_line()), b.fd);
+  ASSERT_TRUE(p) << p.error().to_string();
+  ASSERT_GE(p->pidfd(), 0) << "no pidfd on this kernel";
+  pollfd exited{.fd = p->pidfd(), .events = POLLIN, .revents = 0};
+  ASSERT_EQ(::poll(&exited, 1, 10'000), 1) << "ls did not finish within 10 s";
+  SandboxResult done = p->stop();
+  EXPECT_EQ(done.outcome, SandboxOutcome::kExited);
+  EXPECT_EQ(done.output, "0 1 2 3 4 ") << "fd 3 is the control fd, 4 is ls's directory";
 }
 
 TEST(Sandbox, KillsTheWholeGroupAtTheWallDeadline) {
