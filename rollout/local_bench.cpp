@@ -52,15 +52,19 @@ FarmEvaluationTools::Evaluator local_bench_evaluator(std::shared_ptr<BenchServic
     job.toolchain = built.toolchain;
     job.overrides.remeasure_baselines = final_evaluation;
     ASSIGN_OR_RETURN(BenchEvaluation e, bench->evaluate(job));
-    EvaluationOutcome out;
-    out.report = agent_bench_report(e, job.mode, 60);
-    out.correct = e.passed;
-    out.reward_tier = e.result.reward.tier;
-    out.continuous = e.result.reward.continuous;
-    out.speedup_vs_eager = e.result.speedup_vs_eager;
-    out.speedup_vs_compile = e.result.speedup_vs_compile;
-    return out;
+    return evaluation_outcome(e, job.mode);
   };
+}
+
+EvaluationOutcome evaluation_outcome(const BenchEvaluation& e, BenchMode mode) {
+  EvaluationOutcome out;
+  out.report = agent_bench_report(e, mode, 60);
+  out.correct = e.passed;
+  out.reward_tier = e.result.reward.tier;
+  out.continuous = e.result.reward.continuous;
+  out.speedup_vs_eager = e.result.speedup_vs_eager;
+  out.speedup_vs_compile = e.result.speedup_vs_compile;
+  return out;
 }
 
 }  // namespace cuda_agent

@@ -38,14 +38,7 @@ FarmEvaluationTools::Evaluator pool_bench_evaluator(std::shared_ptr<BenchClient>
     BenchEvaluation e;
     e.result = std::move(result);
     e.passed = e.result.reward.tier >= 1;  // the worker's verdict, as its reward says
-    EvaluationOutcome out;
-    out.report = agent_bench_report(e, ran, 60);
-    out.correct = e.passed;
-    out.reward_tier = e.result.reward.tier;
-    out.continuous = e.result.reward.continuous;
-    out.speedup_vs_eager = e.result.speedup_vs_eager;
-    out.speedup_vs_compile = e.result.speedup_vs_compile;
-    return out;
+    return evaluation_outcome(e, ran);
   };
 }
 
