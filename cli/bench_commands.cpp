@@ -214,33 +214,7 @@ void add_bench_commands(CLI::App& app, CommandResult& result) {
 
   // `serve` is made by add_compile_commands.
   CLI::App* serve = app.get_subcommand("serve");
-  auto pool_args =
-      std::make_shared<std::pair<std::string, std::string>>("tcp://*:5561", "tcp://*:5562");
-  CLI::App* pool = serve->add_subcommand(
-      "bench-pool",
-      "The GPU bench pool's broker: clients on one endpoint, bench workers on another.");
-  pool->add_option("--clients", pool_args->first, "endpoint clients connect to")
-      ->capture_default_str();
-  pool->add_option("--workers", pool_args->second, "endpoint bench workers connect to")
-      ->capture_default_str();
-  pool->callback([pool_args, &result] {
-    StopSignals signals;
-    WorkPoolBrokerOptions o;
-    o.name = "bench-pool";
-    o.client_endpoint = pool_args->first;
-    o.worker_endpoint = pool_args->second;
-    auto broker = WorkPoolBroker::start(o);
-    if (!broker) {
-      result.exit_code = report(broker.error());
-      return;
-    }
-    std::printf("bench pool: clients %s, workers %s\n", (*broker)->client_endpoint().c_str(),
-                (*broker)->worker_endpoint().c_str());
-    std::fflush(stdout);
-    int sig = signals.wait();
-    log_info("bench pool stopping", {{"signal", std::to_string(sig)}});
-    (*broker)->stop();
-  });
+  add_broker_command(*serve, BrokerRole::kBenchPool, result);
 
   struct WorkerArgs {
     std::string connect;

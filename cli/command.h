@@ -8,6 +8,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cluster/launch_plan.h"
+#include "cluster/manifest.h"
 #include "core/error.h"
 
 namespace cuda_agent::cli {
@@ -19,6 +21,14 @@ struct CommandResult {
 /// Prints an Error to stderr as "cuda-agent: <message> [<category>/<code>]" and returns the exit
 /// code it maps to (2 for invalid input or not found, 1 otherwise).
 int report(const Error& error);
+
+/// The manifest at `path`, or with an empty path the embedded single-machine default (the text of
+/// examples/single-machine.toml compiled in), whose relative paths resolve against the working
+/// directory. Every `serve` role reads its manifest this way.
+Expected<Manifest> load_manifest_or_default(const std::string& path);
+
+/// `serve compile-farm` or `serve bench-pool` under `serve` (cli/serve_broker.cpp).
+void add_broker_command(CLI::App& serve, BrokerRole role, CommandResult& result);
 
 void add_manifest_commands(CLI::App& app,
                            CommandResult& result);             // manifest check|defaults, launch

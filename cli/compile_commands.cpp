@@ -131,32 +131,7 @@ void add_compile_commands(CLI::App& app, CommandResult& result) {
   CLI::App* serve = app.add_subcommand("serve", "Run one long-lived role until SIGINT/SIGTERM.");
   serve->require_subcommand(1);
 
-  auto farm_args =
-      std::make_shared<std::pair<std::string, std::string>>("tcp://*:5551", "tcp://*:5552");
-  CLI::App* farm = serve->add_subcommand(
-      "compile-farm", "The compile farm's broker: clients on one endpoint, workers on another.");
-  farm->add_option("--clients", farm_args->first, "endpoint clients connect to")
-      ->capture_default_str();
-  farm->add_option("--workers", farm_args->second, "endpoint compile workers connect to")
-      ->capture_default_str();
-  farm->callback([farm_args, &result] {
-    StopSignals signals;
-    WorkPoolBrokerOptions o;
-    o.name = "compile-farm";
-    o.client_endpoint = farm_args->first;
-    o.worker_endpoint = farm_args->second;
-    auto broker = WorkPoolBroker::start(o);
-    if (!broker) {
-      result.exit_code = report(broker.error());
-      return;
-    }
-    std::printf("compile farm: clients %s, workers %s\n", (*broker)->client_endpoint().c_str(),
-                (*broker)->worker_endpoint().c_str());
-    std::fflush(stdout);
-    int sig = signals.wait();
-    log_info("compile farm stopping", {{"signal", std::to_string(sig)}});
-    (*broker)->stop();
-  });
+  add_broker_command(*serve, BrokerRole::kCompileFarm, result);
 
   struct WorkerArgs {
     std::string connect;

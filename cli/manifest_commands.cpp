@@ -11,16 +11,13 @@ namespace {
 
 constexpr const char* kEmbeddedName = "<embedded single-machine default>";
 
-// The manifest named on the command line, or the embedded single-machine default (the text of
-// examples/single-machine.toml compiled in), whose relative paths resolve against the working
-// directory.
-Expected<Manifest> load_or_default(const std::string& path) {
+}  // namespace
+
+Expected<Manifest> load_manifest_or_default(const std::string& path) {
   if (!path.empty()) return load_manifest(path);
   return parse_manifest(embedded_default_manifest(), kEmbeddedName,
                         std::filesystem::current_path());
 }
-
-}  // namespace
 
 void add_manifest_commands(CLI::App& app, CommandResult& result) {
   auto* manifest = app.add_subcommand("manifest", "Cluster manifests (TOML): check, defaults");
@@ -64,7 +61,7 @@ void add_manifest_commands(CLI::App& app, CommandResult& result) {
   launch->add_flag("--dry-run", args->dry_run, "print the processes and command lines per node")
       ->required();
   launch->callback([args, &result] {
-    auto m = load_or_default(args->file);
+    auto m = load_manifest_or_default(args->file);
     if (!m) {
       result.exit_code = report(m.error());
       return;

@@ -121,10 +121,7 @@ struct Counters {
 };
 
 int serve_rollout_worker(const ServeRolloutArgs& a, StopSignals& signals) {
-  auto loaded = a.manifest.empty()
-                    ? parse_manifest(embedded_default_manifest(),
-                                     "<embedded single-machine default>", fs::current_path())
-                    : load_manifest(a.manifest);
+  auto loaded = load_manifest_or_default(a.manifest);
   if (!loaded) return report(loaded.error());
   const Manifest& m = *loaded;
   auto shard = parse_shard(a.shard);

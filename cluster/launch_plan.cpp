@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "actors/curve_keys.h"
+
 namespace cuda_agent {
 namespace {
 
@@ -32,6 +34,29 @@ ProcessSpec serve(std::string role, std::string name, std::vector<std::string> a
 }
 
 }  // namespace
+
+Expected<WorkPoolBrokerOptions> broker_options(const Manifest& m, BrokerRole role) {
+  const bool farm = role == BrokerRole::kCompileFarm;
+  WorkPoolBrokerOptions o;
+  o.name = farm ? "compile-farm" : "bench-pool";
+  const std::string bind = "tcp://*:";
+  o.client_endpoint =
+      bind + std::to_string(m.run.port_base + (farm ? kCompileClientPort : kBenchClientPort));
+  o.worker_endpoint =
+      bind + std::to_string(m.run.port_base + (farm ? kCompileWorkerPort : kBenchWorkerPort));
+  o.heartbeat_timeout_ms = m.run.heartbeat_timeout_ms;
+  o.first_heartbeat_grace_ms = m.run.first_heartbeat_grace_ms;
+  if (farm) {
+    o.max_queued_requests = m.compile.max_queued_jobs;
+    o.max_attempts = m.compile.max_attempts;
+  }
+  if (m.security.enabled()) {
+    ASSIGN_OR_RETURN(CurveKeyPair server, read_curve_key_file(m.paths.server_secret_key_file));
+    ASSIGN_OR_RETURN(CurveKeyPair client, read_curve_key_file(m.paths.client_secret_key_file));
+    o.curve = CurveServerKeys{.server = server, .allowed_client_public_z85 = {client.public_z85}};
+  }
+  return o;
+}
 
 std::vector<NodePlan> plan_launch(const Manifest& manifest,
                                   const std::string& manifest_path_for_argv) {

@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/work_pool_broker.h"
 #include "cluster/manifest.h"
 
 namespace cuda_agent {
@@ -48,6 +49,16 @@ struct NodePlan {
   std::vector<std::string> roles;
   std::vector<ProcessSpec> processes;
 };
+
+enum class BrokerRole { kCompileFarm, kBenchPool };
+
+/// What the manifest gives one of the run's two brokers (`serve compile-farm`, `serve
+/// bench-pool`): binds tcp://*:port_base+1 and +2 (compile farm) or +3 and +4 (bench pool), the
+/// ports the plan's workers and clients connect to; [run] heartbeat timeout and grace; for the
+/// compile farm [compile] max_queued_jobs and max_attempts; with [security] keys, CURVE with the
+/// server key pair and the run's client key as the only one allowed. Errors: a key file that
+/// cannot be read.
+Expected<WorkPoolBrokerOptions> broker_options(const Manifest& manifest, BrokerRole role);
 
 /// The launch plan of a validated manifest: one NodePlan per node, in manifest order.
 /// `manifest_path_for_argv` is passed as --manifest to every process, as given (it must name the

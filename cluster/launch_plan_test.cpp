@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "actors/curve_keys.h"
+
 namespace cuda_agent {
 namespace {
 
@@ -140,6 +142,38 @@ TEST(LaunchPlanTest, GpuListsAreTakenInAscendingOrder) {
   ASSERT_EQ(learners.size(), 2u);
   EXPECT_EQ(learners[0]->name, "learner-rank0-gpu1");
   EXPECT_EQ(learners[1]->name, "learner-rank1-gpu3");
+}
+
+TEST(LaunchPlanTest, BrokersListenWhereThePlansWorkersConnect) {
+  const Manifest single = load_example("single-machine.toml");
+  auto farm = broker_options(single, BrokerRole::kCompileFarm);
+  auto pool = broker_options(single, BrokerRole::kBenchPool);
+  ASSERT_TRUE(farm && pool);
+  const auto port = [&](std::int64_t offset) {
+    return std::to_string(single.run.port_base + offset);
+  };
+  EXPECT_EQ(farm->client_endpoint, "tcp://*:" + port(1));
+  EXPECT_EQ(farm->worker_endpoint, "tcp://*:" + port(2));
+  EXPECT_EQ(pool->client_endpoint, "tcp://*:" + port(3));
+  EXPECT_EQ(pool->worker_endpoint, "tcp://*:" + port(4));
+  EXPECT_EQ(farm->max_queued_requests, single.compile.max_queued_jobs);
+  EXPECT_EQ(farm->max_attempts, single.compile.max_attempts);
+  EXPECT_EQ(pool->heartbeat_timeout_ms, single.run.heartbeat_timeout_ms);
+  EXPECT_FALSE(farm->curve || pool->curve);
+  // The plan's workers and clients connect to exactly those ports.
+  const auto plan = plan_launch(single, "");
+  const std::string argv = render_plan(plan);
+  EXPECT_NE(argv.find("compile-worker --connect tcp://localhost:" + port(2)), std::string::npos);
+  EXPECT_NE(argv.find("--bench-pool tcp://localhost:" + port(3)), std::string::npos);
+
+  const Manifest secured = load_example("cluster-128.toml");
+  auto curve_farm = broker_options(secured, BrokerRole::kCompileFarm);
+  ASSERT_TRUE(curve_farm) << curve_farm.error().to_string();
+  ASSERT_TRUE(curve_farm->curve);
+  auto client = read_curve_key_file(secured.paths.client_secret_key_file);
+  ASSERT_TRUE(client);
+  EXPECT_THAT(curve_farm->curve->allowed_client_public_z85, ElementsAre(client->public_z85));
+  EXPECT_TRUE(validate(*curve_farm)) << "a broker that cannot start from the manifest";
 }
 
 TEST(LaunchPlanTest, ShellQuote) {
