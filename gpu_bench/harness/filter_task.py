@@ -280,20 +280,24 @@ class Filter:
         if not self.check("finite", not bad, "output(s) %s hold NaN or infinity" % bad
                           if bad else ""):
             return
+        # GPU memory: each phase keeps at most two copies of the task's tensors alive (the first
+        # run's and one more), which bounds a child's peak for the memory budget of the parent.
         try:
             with self.locks.shared():
+                # A fresh model and fresh inputs of the same seed: the whole task is deterministic.
                 again = self.flat(self.forward(self.build(seed), self.inputs(seed)))
+                diff = [i for i, (a, b) in enumerate(zip(out, again)) if not self.same_bits(a, b)]
+                same_count = len(out) == len(again)
+                del again
+                # Train mode only records the ops it calls: the first run's inputs serve.
                 train_ops = set()
                 saved, self.op_names = self.op_names, train_ops
-                self.forward(self.build(seed, train=True), self.inputs(seed), record=True)
+                self.forward(self.build(seed, train=True), xs, record=True)
                 self.op_names = saved
             self.release()
         except BaseException as e:  # noqa: BLE001
             return self.check("deterministic", False, "second run: %s: %s"
                               % (type(e).__name__, str(e)[:1500]), oom=is_oom(torch, e))
-        diff = [i for i, (a, b) in enumerate(zip(out, again)) if not self.same_bits(a, b)]
-        same_count = len(out) == len(again)
-        del again
         if not self.check("deterministic", not diff and same_count,
                           "two runs with seed %d gave different output(s) %s" % (seed, diff)
                           if diff else ""):
@@ -312,6 +316,7 @@ class Filter:
                 xs_other = self.inputs(other)
                 out_other = self.flat(self.forward(model, xs_other))
                 changed = [i for i, (a, b) in enumerate(zip(out, out_other)) if self.differs(a, b)]
+                del out_other
                 uniform = [i for i, t in enumerate(out) if t.numel() > 1 and bool(
                     (t.reshape(-1) == t.reshape(-1)[0]).all())]
                 insensitive = []
@@ -323,7 +328,7 @@ class Filter:
                     if not any(self.differs(a, b) for a, b in zip(out, got)):
                         insensitive.append(i)
                     del got, mixed
-                del xs_other, out_other
+                del xs_other
             self.release()
         except BaseException as e:  # noqa: BLE001
             return self.check("not_constant", False, "run on other inputs: %s: %s"
