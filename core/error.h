@@ -75,12 +75,19 @@ class [[nodiscard]] Expected {
   std::variant<T, Error> v_;
 };
 
+/// What `Status::ok()` returns: it becomes a successful Status and converts to nothing else. A
+/// type of its own because `st.ok()` on a Status compiles (a static function called through an
+/// instance) and would always say "ok": with this type `if (st.ok())` does not compile. Ask a
+/// Status with `st.is_ok()` or `if (st)`.
+struct [[nodiscard]] OkStatus {};
+
 /// Success or an Error, for functions that return nothing.
 class [[nodiscard]] Status {
  public:
   Status() = default;
+  Status(OkStatus) {}                                            // NOLINT: implicit by design
   Status(Error error) : error_(std::move(error)), ok_(false) {}  // NOLINT: implicit by design
-  static Status ok() { return {}; }
+  static OkStatus ok() { return {}; }
 
   bool is_ok() const { return ok_; }
   explicit operator bool() const { return ok_; }
