@@ -126,10 +126,22 @@ Expected<std::unique_ptr<BenchService>> BenchService::create(BenchServiceOptions
   }
   auto service = std::unique_ptr<BenchService>(
       new BenchService(std::move(options), std::move(python), std::move(harness)));
-  service->zygote_script_ = std::move(zygote);
-  if (service->options_.bench.harness_zygote && service->zygote_script_.empty())
-    service->zygote_notes_.push_back("harness zygote: zygote.py not found; fresh children");
-  service->start_zygote();  // imports torch while the caller gets ready
+  BenchService& b = *service;
+  b.zygote_ = std::make_unique<ZygoteSupervisor>(
+      ZygoteSupervisorOptions{.box = {.python = b.python_,
+                                      .visible_device = b.visible_device_,
+                                      .run_as = b.run_as_,
+                                      .isolate_network = b.options_.isolate_network},
+                              .work_root = b.options_.work_root,
+                              .zygote_script = zygote,
+                              .harness_script = b.harness_path_,
+                              .message_grace_ms = b.options_.zygote_message_grace_ms,
+                              .max_restarts = b.options_.zygote_max_restarts,
+                              .rerun_note = "the job was re-run in a fresh harness child",
+                              .error_code = "bench.job"});
+  if (b.options_.bench.harness_zygote && zygote.empty())
+    b.zygote_->note("harness zygote: zygote.py not found; fresh children");
+  b.zygote_->start();  // imports torch while the caller gets ready
   return service;
 }
 
@@ -156,60 +168,13 @@ BenchService::~BenchService() {
 
 bool BenchService::zygote_enabled() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return zygote_ != nullptr;
+  return zygote_->process() != nullptr;
 }
 
 std::string BenchService::zygote_info() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return zygote_ && zygote_->ready() ? zygote_->ready_info() : std::string();
-}
-
-void BenchService::start_zygote() {
-  zygote_.reset();
-  std::error_code ec;
-  if (zygote_dirs_ > 0)  // the previous zygote's directory
-    fs::remove_all(fs::path(options_.work_root) / ("zygote-" + std::to_string(zygote_dirs_)), ec);
-  if (zygote_script_.empty() || zygote_given_up_) return;
-  // Its own directory (HOME, TMPDIR), handed to the harness uid like a job directory.
-  const fs::path dir = fs::path(options_.work_root) / ("zygote-" + std::to_string(++zygote_dirs_));
-  fs::remove_all(dir, ec);
-  fs::create_directories(dir / "tmp", ec);
-  Status handed = ec ? bench_error(ErrorCategory::kIo, "bench.job", ec.message()) : Status();
-  if (handed && run_as_) handed = hand_job_dir(dir.string(), *run_as_, "bench.job");
-  if (!handed) {
-    zygote_given_up_ = true;
-    zygote_notes_.push_back("harness zygote: cannot make its directory (" + handed.error().message +
-                            "); fresh children from now on");
-    return;
-  }
-  HarnessZygoteOptions zo;
-  zo.box = {.python = python_,
-            .job_dir = dir.string(),
-            .visible_device = visible_device_,
-            .run_as = run_as_,
-            .isolate_network = options_.isolate_network};
-  zo.zygote_script = zygote_script_;
-  zo.harness_script = harness_path_;
-  zo.message_grace_ms = options_.zygote_message_grace_ms;
-  auto z = HarnessZygote::start(zo);
-  if (!z) {
-    zygote_failed("cannot start: " + z.error().message);
-    return;
-  }
-  zygote_ = std::move(*z);
-}
-
-void BenchService::zygote_failed(std::string why) {
-  const bool refused = why.find("refused to serve") != std::string::npos;
-  zygote_.reset();
-  if (refused || ++zygote_restarts_ > options_.zygote_max_restarts) {
-    zygote_given_up_ = true;
-    zygote_notes_.push_back("harness zygote: " + why + "; fresh children from now on");
-    return;
-  }
-  zygote_notes_.push_back("harness zygote: " + why + "; restarted (" +
-                          std::to_string(zygote_restarts_) + " in a row)");
-  start_zygote();
+  const HarnessZygote* z = zygote_->process();
+  return z && z->ready() ? z->ready_info() : std::string();
 }
 
 bool BenchService::healthy() const {
@@ -327,42 +292,17 @@ Expected<BenchEvaluation> BenchService::run_job(const BenchJob& job,
                                            .wall_ms = wall_ms},
                                           args);
   std::vector<std::string> notes;
-  std::optional<SandboxResult> ran;
-  bool from_zygote = false;
-  pid_t zygote_pid = 0;
-  if (zygote_) {
-    const auto ready_by =
-        std::min(deadline, start + std::chrono::milliseconds(options_.zygote_ready_ms));
-    Status ready = zygote_->wait_ready(ready_by);
-    if (!ready) {
-      zygote_failed(ready.error().message);
-    } else {
-      ZygoteJob zj{
-          .argv = harness_args, .env = spec.env, .dir = dir.string(), .limits = spec.limits};
-      zj.limits.wall_ms =
-          std::max<std::int64_t>(1, std::chrono::duration_cast<std::chrono::milliseconds>(
-                                        deadline - std::chrono::steady_clock::now())
-                                        .count());
-      zygote_pid = zygote_->pid();
-      Expected<SandboxResult> zr = zygote_->run(zj);
-      if (zr) {
-        ran = std::move(*zr);
-        from_zygote = true;
-        if (zygote_->ready()) {
-          zygote_restarts_ = 0;
-        } else {  // it answered for the job (a timeout), then failed: replace it
-          zygote_failed(zygote_->failure());
-        }
-      } else {
-        // The outcome is unknown and the job may have changed its directory: write it again
-        // from scratch and run the job in a fresh child.
-        zygote_failed(zr.error().message + " (the job was re-run in a fresh harness child)");
-        RETURN_IF_ERROR(write_job_dir(job, baseline, dir_str));
-      }
-    }
-  }
-  for (auto& n : zygote_notes_) notes.push_back(std::move(n));
-  zygote_notes_.clear();
+  const auto ready_by =
+      std::min(deadline, start + std::chrono::milliseconds(options_.zygote_ready_ms));
+  ZygoteRun zr = zygote_->run(
+      {.argv = harness_args, .env = spec.env, .dir = dir.string(), .limits = spec.limits}, ready_by,
+      deadline);
+  std::optional<SandboxResult> ran = std::move(zr.result);
+  const bool from_zygote = ran.has_value();
+  const pid_t zygote_pid = zr.pid;
+  // Handed over and lost: the job may have changed its directory; write it again from scratch.
+  if (!ran && zr.pid != 0) RETURN_IF_ERROR(write_job_dir(job, baseline, dir_str));
+  for (auto& n : zygote_->take_notes()) notes.push_back(std::move(n));
   if (!ran) {
     // A fresh child gets what is left of the job's wall time; after a zygote failure during the
     // job, a job without a deadline of its own gets the whole harness_wall_ms again, so that a

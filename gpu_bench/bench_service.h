@@ -51,8 +51,8 @@
 #include "core/sandbox.h"
 #include "gpu_bench/bench_options.h"
 #include "gpu_bench/harness_protocol.h"
-#include "gpu_bench/harness_zygote.h"
 #include "gpu_bench/reward.h"
+#include "gpu_bench/zygote_supervisor.h"
 #include "messages/bench_codec.h"
 #include "messages/compile_codec.h"
 
@@ -162,11 +162,6 @@ class BenchService {
   /// Writes the job directory from scratch: model.py, solution.so, model_new.py, request.json.
   Status write_job_dir(const BenchJob& job, const std::optional<CachedBaseline>& baseline,
                        const std::string& dir);
-  /// Starts a zygote (not waiting for it) unless it is off or given up on; notes why not.
-  void start_zygote();
-  /// The zygote failed: note it, restart it within the bound.
-  /// `why` is a copy: it may be the failing zygote's own failure(), gone once it is reset.
-  void zygote_failed(std::string why);
 
   BenchServiceOptions options_;
   std::string python_;
@@ -178,12 +173,8 @@ class BenchService {
   std::uint64_t jobs_ = 0;
   /// torch.compile medians this service measured: task content hash + precision -> us.
   std::map<std::string, double> compile_memo_;
-  std::string zygote_script_;  ///< empty: no zygote (off, or zygote.py not found)
-  std::unique_ptr<HarnessZygote> zygote_;
-  int zygote_restarts_ = 0;  ///< restarts since the last job the zygote served
-  bool zygote_given_up_ = false;
-  std::uint64_t zygote_dirs_ = 0;
-  std::vector<std::string> zygote_notes_;  ///< for the next evaluation's notes
+  /// The zygote and its restarts; its notes go into the next evaluation's notes.
+  std::unique_ptr<ZygoteSupervisor> zygote_;
 };
 
 /// Fills the reward and speedups of `e` from its trials, checks and violations (with `cached`

@@ -21,7 +21,7 @@
 #include "core/clock.h"
 #include "gpu_bench/device_probe.h"
 #include "gpu_bench/harness_sandbox.h"
-#include "gpu_bench/harness_zygote.h"
+#include "gpu_bench/zygote_supervisor.h"
 
 namespace cuda_agent {
 namespace {
@@ -265,63 +265,20 @@ Expected<std::unique_ptr<GpuFilter>> GpuFilter::create(GpuFilterOptions o) {
   return filter;
 }
 
-struct GpuFilter::Zygote {
-  std::unique_ptr<HarnessZygote> process;
-  std::string dir;   ///< its own directory (HOME, TMPDIR), removed with it
-  int failures = 0;  ///< in a row, without a task served in between
-  bool given_up = false;
-  std::string note;  ///< for the next outcome
-
-  ~Zygote() { stop(); }
-  void stop() {
-    process.reset();  // before its directory goes
-    std::error_code ec;
-    if (!dir.empty()) fs::remove_all(dir, ec);
-    dir.clear();
-  }
-};
-
-void GpuFilter::start_zygote(Zygote& z) {
-  z.stop();
-  const fs::path dir =
-      fs::path(options_.work_root) / ("zygote-" + std::to_string(next_zygote_.fetch_add(1) + 1));
-  std::error_code ec;
-  fs::remove_all(dir, ec);
-  fs::create_directories(dir / "tmp", ec);
-  if (ec) return zygote_failed(z, "cannot make its directory: " + ec.message());
-  z.dir = dir.string();
-  const std::optional<RunAs> run_as = harness_run_as(options_.run_as_base, options_.gpu);
-  if (run_as) {
-    Status handed = hand_job_dir(z.dir, *run_as, "filter.job");
-    if (!handed)
-      return zygote_failed(z, "cannot hand over its directory: " + handed.error().message);
-  }
-  HarnessZygoteOptions zo;
-  zo.box = {.python = python_,
-            .job_dir = z.dir,
-            .visible_device = visible_device_,
-            .run_as = run_as,
-            .isolate_network = options_.isolate_network};
-  zo.zygote_script = zygote_script_;
-  zo.harness_script = script_;
-  auto started = HarnessZygote::start(zo);
-  if (!started) return zygote_failed(z, "cannot start: " + started.error().message);
-  z.process = std::move(*started);
-}
-
-void GpuFilter::zygote_failed(Zygote& z, std::string why) {
-  z.stop();
-  std::string what = why.rfind("harness zygote", 0) == 0 ? why : "harness zygote: " + why;
-  if (what.size() > 1200) what = what.substr(0, 600) + " ... " + what.substr(what.size() - 500);
-  if (!z.note.empty()) z.note += "; ";
-  if (why.find("refused to serve") != std::string::npos ||
-      ++z.failures > options_.zygote_max_restarts) {
-    z.given_up = true;
-    z.note += what + "; this thread uses fresh children from now on";
-    return;
-  }
-  z.note += what + "; restarted (" + std::to_string(z.failures) + " in a row)";
-  start_zygote(z);
+std::unique_ptr<ZygoteSupervisor> GpuFilter::make_zygote() {
+  if (zygote_script_.empty()) return nullptr;
+  return std::make_unique<ZygoteSupervisor>(ZygoteSupervisorOptions{
+      .box = {.python = python_,
+              .visible_device = visible_device_,
+              .run_as = harness_run_as(options_.run_as_base, options_.gpu),
+              .isolate_network = options_.isolate_network},
+      .work_root = options_.work_root,
+      .dir_prefix = "zygote-" + std::to_string(next_zygote_.fetch_add(1) + 1),
+      .zygote_script = zygote_script_,
+      .harness_script = script_,
+      .max_restarts = options_.zygote_max_restarts,
+      .rerun_note = "the task was re-run in a fresh child",
+      .error_code = "filter.job"});
 }
 
 GpuFilter::GpuFilter(GpuFilterOptions options, std::string python, std::string script,
@@ -370,7 +327,7 @@ Status GpuFilter::write_job(const Task& task, const std::string& dir_str) const 
 
 Expected<GpuFilterOutcome> GpuFilter::run_one(const Task& task) { return run_task(task, nullptr); }
 
-Expected<GpuFilterOutcome> GpuFilter::run_task(const Task& task, Zygote* zygote) {
+Expected<GpuFilterOutcome> GpuFilter::run_task(const Task& task, ZygoteSupervisor* zygote) {
   using Clock = std::chrono::steady_clock;
   const std::uint64_t seq = next_job_.fetch_add(1, std::memory_order_relaxed) + 1;
   const fs::path dir = fs::path(options_.work_root) / ("job-" + std::to_string(seq));
@@ -398,35 +355,14 @@ Expected<GpuFilterOutcome> GpuFilter::run_task(const Task& task, Zygote* zygote)
                            argv);
   std::optional<SandboxResult> ran;
   double zygote_wait_s = 0;
-  if (zygote && !zygote->given_up && !zygote_script_.empty()) {
-    if (!zygote->process) start_zygote(*zygote);
-    if (zygote->process) {
-      const auto asked = Clock::now();
-      Status ready =
-          zygote->process->wait_ready(asked + std::chrono::milliseconds(options_.zygote_ready_ms));
-      zygote_wait_s = std::chrono::duration<double>(Clock::now() - asked).count();
-      if (!ready) {
-        zygote_failed(*zygote, ready.error().message + " (the task ran in a fresh child)");
-      } else {
-        // The fresh child's sandbox, item by item: its environment, directory and limits; uid
-        // and network namespace are the zygote's, made from the same spec.
-        Expected<SandboxResult> zr = zygote->process->run(
-            ZygoteJob{.argv = args, .env = spec.env, .dir = dir.string(), .limits = spec.limits});
-        if (zr) {
-          ran = std::move(*zr);
-          if (zygote->process->ready()) {
-            zygote->failures = 0;
-          } else {  // it answered for the task (a timeout), then failed: replace it
-            zygote_failed(*zygote, zygote->process->failure());
-          }
-        } else {
-          // The outcome is unknown and the task may have changed its directory: write it again
-          // and run the task in a fresh child.
-          zygote_failed(*zygote, zr.error().message + " (the task was re-run in a fresh child)");
-          RETURN_IF_ERROR(write_job(task, dir.string()));
-        }
-      }
-    }
+  if (zygote) {
+    ZygoteRun zr =
+        zygote->run({.argv = args, .env = spec.env, .dir = dir.string(), .limits = spec.limits},
+                    Clock::now() + std::chrono::milliseconds(options_.zygote_ready_ms));
+    ran = std::move(zr.result);
+    zygote_wait_s = zr.wait_ready_s;
+    // Handed over and lost: the task may have changed its directory; write it again.
+    if (!ran && zr.pid != 0) RETURN_IF_ERROR(write_job(task, dir.string()));
   }
   const bool forked = ran.has_value();
   if (!ran) {
@@ -437,7 +373,10 @@ Expected<GpuFilterOutcome> GpuFilter::run_task(const Task& task, Zygote* zygote)
   auto finish = [&](GpuFilterOutcome o) {
     o.forked = forked;
     if (forked) o.phases_s["zygote_wait"] = zygote_wait_s;
-    if (zygote) o.zygote_note = std::exchange(zygote->note, std::string());
+    if (zygote) {
+      for (const std::string& n : zygote->take_notes())
+        o.zygote_note += (o.zygote_note.empty() ? "" : "; ") + n;
+    }
     note_path(o);
     return o;
   };
@@ -492,8 +431,8 @@ Expected<std::size_t> GpuFilter::run_all(
   const std::size_t jobs = std::min(options_.jobs, std::max<std::size_t>(tasks.size(), 1));
 
   auto worker = [&] {
-    Zygote zygote;  // this thread's; declared before the lock, so it dies unlocked
-    Zygote* use_zygote = options_.zygote ? &zygote : nullptr;
+    // This thread's; made before the lock, so it dies unlocked.
+    const std::unique_ptr<ZygoteSupervisor> zygote = options_.zygote ? make_zygote() : nullptr;
     std::unique_lock<std::mutex> lock(mu);
     while (true) {
       if (failure || next >= tasks.size()) break;
@@ -511,7 +450,7 @@ Expected<std::size_t> GpuFilter::run_all(
       ++running;
       in_use += need;
       lock.unlock();
-      Expected<GpuFilterOutcome> o = run_task(*tasks[i], use_zygote);
+      Expected<GpuFilterOutcome> o = run_task(*tasks[i], zygote.get());
       lock.lock();
       --running;
       in_use -= need;

@@ -47,6 +47,8 @@
 
 namespace cuda_agent {
 
+class ZygoteSupervisor;  // gpu_bench/zygote_supervisor.h
+
 struct GpuFilterOptions {
   /// The interpreter (needs torch). Default: python3 on PATH.
   std::string python = "python3";
@@ -152,14 +154,11 @@ class GpuFilter {
   GpuFilter(GpuFilterOptions options, std::string python, std::string script, std::string key,
             std::string visible_device);
   std::int64_t estimate_bytes(const Task& task, double multiplier) const;
-  struct Zygote;  // one run_all thread's zygote and its failures (gpu_filter.cpp)
   /// One task in a child forked from `zygote` (nullptr, or given up on: a fresh child).
-  Expected<GpuFilterOutcome> run_task(const Task& task, Zygote* zygote);
+  Expected<GpuFilterOutcome> run_task(const Task& task, ZygoteSupervisor* zygote);
   Status write_job(const Task& task, const std::string& dir) const;
-  void start_zygote(Zygote& z);
-  /// Stops the zygote, notes `why` (a copy: it may come from the zygote) and restarts it within
-  /// the bound.
-  void zygote_failed(Zygote& z, std::string why);
+  /// A run_all thread's zygote (not started yet); nullptr where there is no zygote script.
+  std::unique_ptr<ZygoteSupervisor> make_zygote();
 
   GpuFilterOptions options_;
   std::string python_;
@@ -172,12 +171,12 @@ class GpuFilter {
   std::atomic<std::uint64_t> next_zygote_{0};
 };
 
-/// The outcome a parsed result file gives (exposed for tests). `key` and `content_hash` go into
-/// the summary row.
 /// Bytes the task's tensor inputs take, from the validator's shapes and dtypes; -1 where it did
 /// not know every shape (or found no inputs).
 std::int64_t task_input_bytes(const Task& task);
 
+/// The outcome a parsed result file gives (exposed for tests). `key` and `content_hash` go into
+/// the summary row.
 Expected<GpuFilterOutcome> parse_filter_result(std::string_view json, const std::string& key,
                                                const std::string& content_hash,
                                                std::int64_t now_unix_ms);
