@@ -238,14 +238,13 @@ void add_bench_commands(CLI::App& app, CommandResult& result) {
   worker->callback([worker_args, &result] {
     StopSignals signals;
     BenchServiceOptions bo;
-    if (!worker_args->manifest.empty()) {
-      auto m = load_manifest(worker_args->manifest);
-      if (!m) {
-        result.exit_code = report(m.error());
-        return;
-      }
-      bo.bench = m->bench;
+    auto m = load_manifest_or_default(worker_args->manifest);
+    auto curve = m ? client_curve(*m) : Expected<std::optional<CurveClientKeys>>(m.error());
+    if (!curve) {
+      result.exit_code = report(curve.error());
+      return;
     }
+    if (!worker_args->manifest.empty()) bo.bench = m->bench;
     DeviceList devices = list_devices();
     auto device = std::find_if(devices.devices.begin(), devices.devices.end(),
                                [&](const DeviceInfo& d) { return d.index == worker_args->gpu; });
@@ -274,6 +273,7 @@ void add_bench_commands(CLI::App& app, CommandResult& result) {
     wo.broker_endpoint = worker_args->connect;
     wo.worker_id = WorkerId{id};
     wo.tags = bench_worker_tags(*device);
+    wo.curve = *curve;
     wo.slots = 1;  // the GPU is owned exclusively
     auto w = PoolWorker::start(wo, bench_handler(std::move(*service)));
     if (!w) {

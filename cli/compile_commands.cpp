@@ -161,13 +161,16 @@ void add_compile_commands(CLI::App& app, CommandResult& result) {
       ->check(CLI::Range(10, 60'000));
   worker->callback([worker_args, &result] {
     StopSignals signals;
-    auto options = compile_options(worker_args->manifest);
-    if (!options) {
-      result.exit_code = report(options.error());
+    auto m = load_manifest_or_default(worker_args->manifest);
+    auto curve = m ? client_curve(*m) : Expected<std::optional<CurveClientKeys>>(m.error());
+    if (!curve) {
+      result.exit_code = report(curve.error());
       return;
     }
+    // Without --manifest, the built-in defaults of [compile], as before.
+    const CompileOptions options = worker_args->manifest.empty() ? CompileOptions{} : m->compile;
     CompileServiceOptions so;
-    so.compile = *options;
+    so.compile = options;
     so.cache_dir = worker_args->cache_dir;
     if (so.cache_dir.empty()) {
       const char* home = std::getenv("HOME");
@@ -183,7 +186,8 @@ void add_compile_commands(CLI::App& app, CommandResult& result) {
     wo.broker_endpoint = worker_args->connect;
     wo.worker_id = WorkerId{worker_args->id};
     wo.heartbeat_interval_ms = worker_args->heartbeat_ms;
-    std::int64_t jobs = worker_args->jobs > 0 ? worker_args->jobs : options->jobs_per_worker;
+    wo.curve = *curve;
+    std::int64_t jobs = worker_args->jobs > 0 ? worker_args->jobs : options.jobs_per_worker;
     wo.slots = jobs > 0 ? jobs : std::max(1u, std::thread::hardware_concurrency());
     auto w = PoolWorker::start(wo, compile_handler(shared));
     if (!w) {

@@ -34,6 +34,7 @@
 #include "actors/curve_keys.h"
 #include "cli/command.h"
 #include "cli/stop_signals.h"
+#include "cluster/launch_plan.h"
 #include "cluster/manifest.h"
 #include "compile_farm/farm.h"
 #include "core/clock.h"
@@ -154,15 +155,10 @@ int serve_rollout_worker(const ServeRolloutArgs& a, StopSignals& signals) {
   PoolClientOptions pool_options{
       .broker_endpoint =
           a.bench_pool.empty() ? port_host + std::to_string(m.run.port_base + 3) : a.bench_pool};
-  if (m.security.enabled()) {  // a secured run: both brokers take only the run's client key
-    auto client = read_curve_key_file(m.paths.client_secret_key_file);
-    if (!client) return report(client.error());
-    auto server = read_curve_key_file(m.paths.server_public_key_file);
-    if (!server) return report(server.error());
-    farm_options.curve =
-        CurveClientKeys{.server_public_z85 = server->public_z85, .client = *client};
-    pool_options.curve = farm_options.curve;
-  }
+  auto curve = client_curve(m);  // a secured run: both brokers take only the run's client key
+  if (!curve) return report(curve.error());
+  farm_options.curve = *curve;
+  pool_options.curve = *curve;
   auto compile = CompileClient::connect(farm_options);
   if (!compile) return report(compile.error());
   auto bench_client = BenchClient::connect(pool_options);

@@ -58,6 +58,14 @@ Expected<WorkPoolBrokerOptions> broker_options(const Manifest& m, BrokerRole rol
   return o;
 }
 
+Expected<std::optional<CurveClientKeys>> client_curve(const Manifest& m) {
+  if (!m.security.enabled()) return std::optional<CurveClientKeys>();
+  ASSIGN_OR_RETURN(CurveKeyPair client, read_curve_key_file(m.paths.client_secret_key_file));
+  ASSIGN_OR_RETURN(CurveKeyPair server, read_curve_key_file(m.paths.server_public_key_file));
+  return std::optional<CurveClientKeys>(
+      CurveClientKeys{.server_public_z85 = server.public_z85, .client = client});
+}
+
 std::vector<NodePlan> plan_launch(const Manifest& manifest,
                                   const std::string& manifest_path_for_argv) {
   const std::string& m = manifest_path_for_argv;

@@ -60,6 +60,11 @@ enum class BrokerRole { kCompileFarm, kBenchPool };
 /// cannot be read.
 Expected<WorkPoolBrokerOptions> broker_options(const Manifest& manifest, BrokerRole role);
 
+/// The CURVE keys every client and worker of a secured run connects to the brokers with ([security]
+/// client key pair and the servers' public key); nullopt for a run without [security] keys.
+/// Errors: a key file that cannot be read.
+Expected<std::optional<CurveClientKeys>> client_curve(const Manifest& manifest);
+
 /// The launch plan of a validated manifest: one NodePlan per node, in manifest order.
 /// `manifest_path_for_argv` is passed as --manifest to every process, as given (it must name the
 /// manifest on each node, so use a path valid there). Empty means the embedded single-machine

@@ -174,6 +174,14 @@ TEST(LaunchPlanTest, BrokersListenWhereThePlansWorkersConnect) {
   ASSERT_TRUE(client);
   EXPECT_THAT(curve_farm->curve->allowed_client_public_z85, ElementsAre(client->public_z85));
   EXPECT_TRUE(validate(*curve_farm)) << "a broker that cannot start from the manifest";
+  // Its workers and clients connect with the allowed key, to the server key the broker holds.
+  auto worker_keys = client_curve(secured);
+  ASSERT_TRUE(worker_keys && worker_keys->has_value());
+  EXPECT_EQ((*worker_keys)->client.public_z85, client->public_z85);
+  EXPECT_EQ((*worker_keys)->server_public_z85, curve_farm->curve->server.public_z85);
+  auto plain = client_curve(single);
+  ASSERT_TRUE(plain);
+  EXPECT_FALSE(plain->has_value());
 }
 
 TEST(LaunchPlanTest, ShellQuote) {
