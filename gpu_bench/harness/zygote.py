@@ -205,6 +205,11 @@ def main(argv):
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # a stray signal ends the zygote, nothing else
     sock = socket.socket(fileno=CONTROL_FD)
     ready = {"ready": False, "pid": os.getpid(), "python": sys.version.split()[0]}
+    # OpenMP's pool (torch's intra-op threads: nproc - 1 of them, started while torch loads on a
+    # many-core node) must not exist before fork; one thread, read when libgomp loads, starts
+    # none. Jobs keep it: their CPU work is small, the filter's children set 1 thread anyway.
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[name] = "1"
     try:
         harness = _load_harness(argv[1])
         preload = getattr(harness, "preload", None)

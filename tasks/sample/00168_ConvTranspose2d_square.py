@@ -1,0 +1,35 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    """
+    Synthesized fused-operator task: nn.ConvTranspose2d -> torch.square.
+    Input (batch_size, 8, 64, 64), output (batch_size, 32, 66, 66).
+    """
+
+    def __init__(self, padding, stride, kernel_size, out_channels, in_channels):
+        super(Model, self).__init__()
+        self.conv_transpose = nn.ConvTranspose2d(in_channels, out_channels, kernel_size, stride=stride, padding=padding)
+
+    def forward(self, x):
+        x = self.conv_transpose(x)
+        x = torch.square(x)
+        return x
+
+
+batch_size = 7696
+padding = 0
+stride = 1
+kernel_size = 3
+out_channels = 32
+in_channels = 8
+
+
+def get_inputs():
+    return [torch.randn(batch_size, 8, 64, 64)]
+
+
+def get_init_inputs():
+    return [padding, stride, kernel_size, out_channels, in_channels]

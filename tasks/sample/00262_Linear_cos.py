@@ -1,0 +1,32 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    """
+    Synthesized fused-operator task: nn.Linear -> torch.cos.
+    Input (batch_size, 8192), output (batch_size, 256).
+    """
+
+    def __init__(self, out_features, in_features):
+        super(Model, self).__init__()
+        self.linear = nn.Linear(in_features, out_features)
+
+    def forward(self, x):
+        x = self.linear(x)
+        x = torch.cos(x)
+        return x
+
+
+batch_size = 119888
+out_features = 256
+in_features = 8192
+
+
+def get_inputs():
+    return [torch.randn(batch_size, 8192)]
+
+
+def get_init_inputs():
+    return [out_features, in_features]

@@ -1,0 +1,37 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    """
+    Synthesized fused-operator task: nn.Conv3d -> F.softplus.
+    Input (batch_size, 16, 4, 16, 16), output (batch_size, 32, 2, 14, 14).
+    """
+
+    def __init__(self, padding, stride, kernel_size, out_channels, in_channels, beta):
+        super(Model, self).__init__()
+        self.conv = nn.Conv3d(in_channels, out_channels, kernel_size, stride=stride, padding=padding)
+        self.beta = beta
+
+    def forward(self, x):
+        x = self.conv(x)
+        x = F.softplus(x, beta=self.beta)
+        return x
+
+
+batch_size = 61984
+padding = 0
+stride = 1
+kernel_size = 3
+out_channels = 32
+in_channels = 16
+beta = 1.0
+
+
+def get_inputs():
+    return [torch.randn(batch_size, 16, 4, 16, 16)]
+
+
+def get_init_inputs():
+    return [padding, stride, kernel_size, out_channels, in_channels, beta]
