@@ -330,6 +330,10 @@ class QualityBench {
     if (!e) return say("  first request: %s\n", e.error().to_string().c_str()), false;
     say("  first request: wall %.2f s, from zygote %d\n  zygote: %s\n", wall, int(e->from_zygote),
         service_->zygote_info().c_str());
+    // Not forked: why (the zygote's notes travel with the evaluation), so the latency rows
+    // labelled "zygote" are not mistaken for forked children.
+    for (const std::string& n : e->harness.notes)
+      if (n.rfind("harness zygote", 0) == 0) say("  %s\n", n.c_str());
     return true;
   }
 

@@ -179,6 +179,7 @@ Expected<FilterSummary> filter_tasks(RunStore& store, const TaskFilterOptions& o
       f.wall_s = d.value("wall_s", 0.0);
       f.peak_gpu_bytes = d.value("peak_gpu_bytes", std::int64_t{0});
       f.forked = d.value("forked", false);
+      f.zygote_note = d.value("zygote_note", "");
       f.input_bytes = task_input_bytes(tasks[i]);
       if (d.contains("phases_s") && d["phases_s"].is_object())
         for (const auto& [name, v] : d["phases_s"].items())
@@ -221,6 +222,7 @@ Expected<FilterSummary> filter_tasks(RunStore& store, const TaskFilterOptions& o
                      f.phases_s = o.phases_s;
                      f.peak_gpu_bytes = o.peak_gpu_bytes;
                      f.forked = o.forked;
+                     f.zygote_note = o.zygote_note;
                      f.input_bytes = task_input_bytes(tasks[i]);
                      if (!o.passed) {
                        f.dropped_by = o.failed_filter;
@@ -307,6 +309,22 @@ std::string filter_time_text(const FilterSummary& s) {
   for (const FilteredTask& f : s.tasks) forked += f.wall_s > 0 && f.forked ? 1 : 0;
   out += "children: " + std::to_string(forked) + " forked from a harness zygote, " +
          std::to_string(wall.size() - forked) + " fresh python\n";
+  // Why children were not forked is said once per zygote; the distinct notes, first seen first.
+  std::vector<std::pair<std::string, std::size_t>> notes;
+  for (const FilteredTask& f : s.tasks) {
+    if (f.zygote_note.empty()) continue;
+    auto it = std::find_if(notes.begin(), notes.end(),
+                           [&](const auto& n) { return n.first == f.zygote_note; });
+    if (it == notes.end()) {
+      notes.emplace_back(f.zygote_note, 1);
+    } else {
+      ++it->second;
+    }
+  }
+  for (std::size_t i = 0; i < notes.size() && i < 3; ++i)
+    out += "  zygote (" + std::to_string(notes[i].second) + " task" +
+           (notes[i].second == 1 ? "" : "s") + "): " + notes[i].first + "\n";
+  if (notes.size() > 3) out += "  zygote: " + std::to_string(notes.size() - 3) + " more notes\n";
   std::vector<double> peak_gib, ratio;
   for (const FilteredTask& f : s.tasks) {
     if (f.peak_gpu_bytes <= 0) continue;
@@ -335,6 +353,7 @@ std::string filter_report_json(const FilterSummary& s) {
       t["wall_s"] = f.wall_s;
       t["phases_s"] = f.phases_s;
       t["forked"] = f.forked;
+      if (!f.zygote_note.empty()) t["zygote_note"] = f.zygote_note;
     }
     if (f.peak_gpu_bytes > 0) t["peak_gpu_bytes"] = f.peak_gpu_bytes;
     if (!f.passed) {

@@ -67,6 +67,10 @@ struct FilteredTask {
   std::map<std::string, double> phases_s;
   /// The child was forked from a harness zygote (GpuFilterOutcome::forked), else a fresh Python.
   bool forked = false;
+  /// What happened to the thread's harness zygote around this task (GpuFilterOutcome::
+  /// zygote_note: "harness zygote: ... refused to serve ...; fresh children from now on"); empty
+  /// when nothing did.
+  std::string zygote_note;
   /// The child's peak GPU memory (GpuFilterOutcome::peak_gpu_bytes) and the task's input bytes
   /// (task_input_bytes); 0 and -1 where unknown.
   std::int64_t peak_gpu_bytes = 0;
@@ -101,8 +105,9 @@ std::vector<FilteredTask> screen_tasks(const std::vector<Task>& tasks,
 /// "filtered 320 tasks in 412.0 s: 130 passed (40.6%), 190 dropped\n  eager_time  80\n..."
 std::string filter_summary_text(const FilterSummary& s);
 /// "seconds per child (median/p90 of 26): wall 31.0/55.2, checks 4.1/9.0, ...\n" and
-/// "children: 24 forked from a harness zygote, 2 fresh python\n": where the filter children's
-/// time went and how they started; empty when no child ran.
+/// "children: 24 forked from a harness zygote, 2 fresh python\n" (then each distinct zygote
+/// note, "  zygote (3 tasks): ...\n", at most 3): where the filter children's time went and how
+/// they started; empty when no child ran.
 std::string filter_time_text(const FilterSummary& s);
 /// The report: JSON (format "cuda-agent-filter-report", version 1) with the options, the
 /// summary and every task; or Markdown with the summary, the drop histogram and a table of every

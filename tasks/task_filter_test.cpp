@@ -161,6 +161,29 @@ TEST(TaskFilter, SummaryGivesTheMedianAndP90OfEachChildPhase) {
             "peak / input bytes 6.0/10.0\n");
 }
 
+TEST(TaskFilter, SummarySaysWhyChildrenWereNotForked) {
+  // A zygote that refused to serve is noted on the first task of its thread only; the summary
+  // must still say why every later child was a fresh Python (on the H200 this was silent).
+  FilterSummary s;
+  const std::string refused =
+      "harness zygote: refused to serve: 1 Python / 16 native threads before fork: forking is "
+      "unsafe; fresh children from now on";
+  for (int i = 0; i < 4; ++i)
+    s.tasks.push_back({.id = TaskId{"s/t-" + std::to_string(i)},
+                       .wall_s = 1.0,
+                       .zygote_note = i < 2 ? refused : ""});
+  s.tasks.push_back({.id = TaskId{"s/t-9"}, .wall_s = 1.0, .zygote_note = "restarted"});
+  const std::string text = filter_time_text(s);
+  EXPECT_NE(text.find("children: 0 forked from a harness zygote, 5 fresh python\n"
+                      "  zygote (2 tasks): " +
+                      refused + "\n  zygote (1 task): restarted\n"),
+            std::string::npos)
+      << text;
+  const auto report = nlohmann::json::parse(filter_report_json(s));
+  EXPECT_EQ(report["tasks"][0].value("zygote_note", ""), refused);
+  EXPECT_FALSE(report["tasks"][2].contains("zygote_note"));
+}
+
 TEST(TaskFilter, InputBytesComeFromTheValidatorsShapes) {
   Task t = make_task("s", "t", kGood);
   t.inputs = {{.kind = "tensor", .shape = {4, 8}, .has_shape = true, .dtype = "float16"},
