@@ -165,9 +165,10 @@ void PoolWorker::Impl::member_loop() {
       WorkItem item = std::move(jobs_.front());
       jobs_.pop_front();
       ++running_;
-      // Someone must watch the socket while a slot is free; with every slot busy the watch can
-      // wait for the next heartbeat (a follower's timed wait), which saves a wake-up per request.
-      if (!leader_active_ && running_ < options_.slots) followers_.notify_one();
+      // While a slot is free, someone must watch the socket and take any job still queued; with
+      // every slot busy nobody is woken: the watch waits for the next heartbeat (a follower's
+      // timed wait) and queued jobs for the next free slot, which saves a wake-up per request.
+      if (running_ < options_.slots && (!leader_active_ || !jobs_.empty())) followers_.notify_one();
       lock.unlock();
       Expected<std::string> result = run(item);
       lock.lock();
@@ -276,8 +277,9 @@ void PoolWorker::Impl::on_broker_message(std::vector<zmq::message_t>& parts, std
         spare_payloads_.pop_back();
       }
       payload.assign(static_cast<const char*>(parts[1].data()), parts[1].size());
+      // The thread taking it in takes the first job; it wakes a follower for the rest only
+      // while a slot is free (member_loop).
       jobs_.push_back(WorkItem{std::move(work->header), std::move(payload), work->attempt});
-      if (jobs_.size() > 1) followers_.notify_one();  // the first is for the thread taking it in
       return;
     }
   } else {

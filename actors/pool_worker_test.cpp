@@ -5,7 +5,10 @@
 #include <gtest/gtest.h>
 #include <zmq.hpp>
 
+#include <algorithm>
+#include <condition_variable>
 #include <future>
+#include <mutex>
 #include <optional>
 
 #include "actors/pool_transport.h"
@@ -95,6 +98,66 @@ TEST(PoolWorker, HeartbeatsGoOnWhileTheOnlySlotIsBusy) {
     }
   }
   EXPECT_EQ((*worker)->handled(), 1u);
+}
+
+// Covers: a burst of work taken in by one thread on a multi-slot worker. That thread runs the
+// first job; an idle thread must be woken for each further job while a slot is free, and none
+// beyond the slots. Heartbeats are an hour apart here, so a thread not woken for queued work would
+// otherwise sleep past the 10 s the handlers wait for each other.
+TEST(PoolWorker, ABurstOfWorkFillsEveryFreeSlotAndNoMore) {
+  (void)setup_logging({.level = "error"});
+  zmq::context_t context{1};
+  zmq::socket_t router(context, zmq::socket_type::router);
+  router.set(zmq::sockopt::linger, 0);
+  router.bind("tcp://127.0.0.1:0");
+  constexpr int kSlots = 4, kJobs = 6;
+  PoolWorkerOptions options;
+  options.broker_endpoint = router.get(zmq::sockopt::last_endpoint);
+  options.worker_id = WorkerId{"four-slots"};
+  options.slots = kSlots;
+  options.prefetch = kJobs - kSlots;
+  options.heartbeat_interval_ms = 3'600'000;
+  options.broker_timeout_ms = 3'600'000;
+  std::mutex mutex;
+  std::condition_variable cv;
+  int running = 0, most = 0, started = 0;
+  auto worker = PoolWorker::start(options, [&](const WorkItem&) -> Expected<std::string> {
+    std::unique_lock lock(mutex);
+    most = std::max(most, ++running);
+    ++started;
+    cv.notify_all();
+    // The first kSlots jobs wait until all of them run at once.
+    const bool together =
+        cv.wait_until(lock, std::chrono::steady_clock::now() + std::chrono::seconds(10),
+                      [&] { return started >= kSlots; });
+    --running;
+    return std::string(together ? "together" : "alone");
+  });
+  ASSERT_TRUE(worker) << worker.error().to_string();
+
+  auto ready = next(router);
+  ASSERT_TRUE(ready && std::holds_alternative<PoolReady>(ready->message));
+  for (int i = 0; i < kJobs; ++i) {  // one burst: the worker takes them in together
+    RequestHeader header;
+    header.request_id = RequestId{"burst-" + std::to_string(i)};
+    header.run_id = RunId{"test"};
+    header.deadline_unix_ms = now_unix_ms() + 60'000;
+    (void)router.send(zmq::buffer(ready->peer), zmq::send_flags::sndmore);
+    (void)router.send(take_frame(encode_pool(PoolWork{header, 1, 1})), zmq::send_flags::sndmore);
+    (void)router.send(zmq::str_buffer("x"), zmq::send_flags::none);
+  }
+  int results = 0;
+  while (results < kJobs) {
+    auto m = next(router);
+    ASSERT_TRUE(m) << "only " << results << " results";
+    if (auto* result = std::get_if<PoolResult>(&m->message)) {
+      EXPECT_FALSE(result->error);
+      EXPECT_EQ(m->payload, "together") << result->request_id.value() << " ran without the others";
+      ++results;
+    }
+  }
+  std::lock_guard lock(mutex);
+  EXPECT_EQ(most, kSlots);
 }
 
 }  // namespace

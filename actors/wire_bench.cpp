@@ -131,24 +131,38 @@ class PoolPath : public Path {
     auto out = client_->call(PoolRequest{next_header("pool"), {}, payload});
     return out ? *out : "error: " + out.error().to_string();
   }
+  // A window of `window` async calls; each reply's callback sends the next request itself, on the
+  // thread that took the reply in, as the raw client's one thread sends after each receive: a
+  // sending thread woken per reply would add a hand-off the raw paths do not have.
   bool pipeline(const std::string& payload, int count, int window) override {
     std::mutex mutex;
     std::condition_variable cv;
-    int outstanding = 0, done = 0;
+    int sent = 0, done = 0;
     bool ok = true;
-    for (int i = 0; i < count; ++i) {
+    auto send = [&](const PoolCallback& then) {
+      client_->call_async(PoolRequest{next_header("pool"), {}, payload}, then);
+    };
+    // `done` counts last, under the mutex: once it reaches `count`, no callback touches this
+    // frame again.
+    PoolCallback on_done = [&](PoolOutcome o) {
+      bool more;
       {
-        std::unique_lock lock(mutex);
-        cv.wait(lock, [&] { return outstanding < window; });
-        ++outstanding;
-      }
-      client_->call_async(PoolRequest{next_header("pool"), {}, payload}, [&](PoolOutcome o) {
         std::lock_guard lock(mutex);
         ok &= o.result && o.result->size() == payload.size();
-        --outstanding;
-        ++done;
-        cv.notify_all();
-      });
+        more = sent < count;
+        sent += more ? 1 : 0;
+      }
+      if (more) send(on_done);
+      std::lock_guard lock(mutex);
+      if (++done == count) cv.notify_all();
+    };
+    for (int i = 0; i < window; ++i) {
+      {
+        std::lock_guard lock(mutex);
+        if (sent == count) break;
+        ++sent;
+      }
+      send(on_done);
     }
     std::unique_lock lock(mutex);
     cv.wait(lock, [&] { return done == count; });
@@ -169,6 +183,8 @@ struct Figures {
   // CPU time (user + system) and context switches (voluntary + involuntary). Less noisy than
   // wall time on a loaded machine; the switches count the thread hand-offs.
   double cpu_us = 0, switches = 0;
+  // The same per request of the pipelined run: where throughput goes (hand-offs under load).
+  double pipe_cpu_us = 0, pipe_switches = 0;
 };
 
 struct Usage {
@@ -205,11 +221,15 @@ Figures measure(Path& path, const std::string& payload, int round_trips, int pip
   f.p50_us = us[us.size() / 2];
   f.p99_us = us[std::min(us.size() - 1, us.size() * 99 / 100)];
   auto t0 = Clock::now();
+  const Usage p0 = Usage::now();
   if (!path.pipeline(payload, pipelined, window)) {
     std::fprintf(stderr, "wrong reply in the pipelined run\n");
     std::exit(1);
   }
   f.requests_per_s = pipelined / std::chrono::duration<double>(Clock::now() - t0).count();
+  const Usage p1 = Usage::now();
+  f.pipe_cpu_us = (p1.cpu_us - p0.cpu_us) / pipelined;
+  f.pipe_switches = (p1.switches - p0.switches) / pipelined;
   return f;
 }
 
@@ -226,6 +246,8 @@ Figures median_figures(std::vector<Figures> runs) {
   f.requests_per_s = median(&Figures::requests_per_s);
   f.cpu_us = median(&Figures::cpu_us);
   f.switches = median(&Figures::switches);
+  f.pipe_cpu_us = median(&Figures::pipe_cpu_us);
+  f.pipe_switches = median(&Figures::pipe_switches);
   return f;
 }
 
@@ -283,11 +305,27 @@ int main(int argc, char** argv) {
   // by default); R interleaved rounds per path and payload, median reported (default 1).
   int rounds = 1;
   std::vector<const char*> names;
+  static const char* const kPaths[] = {"raw_echo", "raw_relay", "direct",
+                                       "pool",     "pool_p0",   "pool_nc"};
+  const char* usage =
+      "usage: bench_wire [--rounds=R] [raw_echo|raw_relay|direct|pool|pool_p0|pool_nc ...]\n";
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--rounds=", 9) == 0) {
-      rounds = std::max(1, std::atoi(argv[i] + 9));
-    } else {
+      char* end = nullptr;
+      const long r = std::strtol(argv[i] + 9, &end, 10);
+      if (end == argv[i] + 9 || *end != '\0' || r < 1 || r > 1000) {
+        std::fprintf(stderr, "bench_wire: --rounds wants a count from 1 to 1000, got '%s'\n%s",
+                     argv[i] + 9, usage);
+        return 2;
+      }
+      rounds = static_cast<int>(r);
+    } else if (std::find_if(std::begin(kPaths), std::end(kPaths), [&](const char* p) {
+                 return std::strcmp(p, argv[i]) == 0;
+               }) != std::end(kPaths)) {
       names.push_back(argv[i]);
+    } else {
+      std::fprintf(stderr, "bench_wire: unknown argument '%s'\n%s", argv[i], usage);
+      return std::strcmp(argv[i], "--help") == 0 ? 0 : 2;
     }
   }
   auto wanted = [&](const char* name) {
@@ -336,10 +374,11 @@ int main(int argc, char** argv) {
       window - 1);
   std::printf(
       "cpu_us and ctx_sw: per round trip, all threads of this process (CPU time user+sys, "
-      "context switches); each figure is the median of %d interleaved rounds\n\n",
+      "context switches); p_cpu and p_ctx: the same per request of the throughput run; each "
+      "figure is the median of %d interleaved rounds\n\n",
       rounds);
-  std::printf("%-8s %-10s %6s %10s %10s %12s %10s %8s %7s\n", "payload", "path", "N", "p50_us",
-              "p99_us", "req/s", "MB/s", "cpu_us", "ctx_sw");
+  std::printf("%-8s %-10s %6s %10s %10s %12s %10s %8s %7s %8s %7s\n", "payload", "path", "N",
+              "p50_us", "p99_us", "req/s", "MB/s", "cpu_us", "ctx_sw", "p_cpu", "p_ctx");
   for (std::size_t size : sizes) {
     const std::string payload = pattern(size);
     const int n = size >= (1u << 20) ? 200 : 2000;
@@ -355,10 +394,10 @@ int main(int argc, char** argv) {
     for (std::size_t i = 0; i < std::size(paths); ++i) {
       if (runs[i].empty()) continue;
       f[i] = median_figures(runs[i]);
-      std::printf("%-8zu %-10s %6d %10.1f %10.1f %12.0f %10.1f %8.1f %7.1f\n", size, paths[i].name,
-                  n, f[i].p50_us, f[i].p99_us, f[i].requests_per_s,
-                  f[i].requests_per_s * static_cast<double>(size) / 1e6, f[i].cpu_us,
-                  f[i].switches);
+      std::printf("%-8zu %-10s %6d %10.1f %10.1f %12.0f %10.1f %8.1f %7.1f %8.1f %7.2f\n", size,
+                  paths[i].name, n, f[i].p50_us, f[i].p99_us, f[i].requests_per_s,
+                  f[i].requests_per_s * static_cast<double>(size) / 1e6, f[i].cpu_us, f[i].switches,
+                  f[i].pipe_cpu_us, f[i].pipe_switches);
     }
     // The targets are judged against raw_relay: raw ZeroMQ with the same payloads and the same
     // 4-hop client -> broker -> worker topology the issue asks for (docs/BENCHMARKS.md says why).
