@@ -30,6 +30,7 @@
 #include "actors/wire_bench_raw.h"
 #include "actors/work_pool_broker.h"
 #include "core/log.h"
+#include "core/malloc_tuning.h"
 
 namespace cuda_agent {
 namespace {
@@ -118,6 +119,8 @@ class PoolPath : public Path {
   PoolPath(int prefetch, bool cache) {
     WorkPoolBrokerOptions o;
     if (!cache) o.result_cache_entries = 0;
+    cache_entries_ = o.result_cache_entries;
+    cache_bytes_ = o.result_cache_bytes;
     broker_ = std::move(WorkPoolBroker::start(o).value());
     PoolWorkerOptions w;
     w.broker_endpoint = broker_->worker_endpoint();
@@ -126,6 +129,15 @@ class PoolPath : public Path {
     worker_ = std::move(PoolWorker::start(w, echo_handler()).value());
     client_ =
         std::move(PoolClient::connect({.broker_endpoint = broker_->client_endpoint()}).value());
+  }
+  // Fills the result cache (every request id is new), so that each later result evicts one and
+  // reuses memory already mapped: until then each kept result lands on fresh pages.
+  void reach_steady_state(const std::string& payload, int window) override {
+    if (cache_entries_ <= 0) return;
+    const std::int64_t fill = std::min<std::int64_t>(
+        cache_entries_,
+        cache_bytes_ / static_cast<std::int64_t>(std::max<std::size_t>(payload.size(), 1)));
+    (void)pipeline(payload, static_cast<int>(fill) + window, window);
   }
   std::string round_trip(const std::string& payload) override {
     auto out = client_->call(PoolRequest{next_header("pool"), {}, payload});
@@ -170,6 +182,7 @@ class PoolPath : public Path {
   }
 
  private:
+  std::int64_t cache_entries_ = 0, cache_bytes_ = 0;
   std::unique_ptr<WorkPoolBroker> broker_;
   std::unique_ptr<PoolWorker> worker_;
   std::unique_ptr<PoolClient> client_;
@@ -305,10 +318,12 @@ int main(int argc, char** argv) {
   // by default); R interleaved rounds per path and payload, median reported (default 1).
   int rounds = 1;
   std::vector<const char*> names;
+  std::vector<std::size_t> sizes = {64, 4096, 1 << 20};
   static const char* const kPaths[] = {"raw_echo", "raw_relay", "direct",
                                        "pool",     "pool_p0",   "pool_nc"};
   const char* usage =
-      "usage: bench_wire [--rounds=R] [raw_echo|raw_relay|direct|pool|pool_p0|pool_nc ...]\n";
+      "usage: bench_wire [--rounds=R] [--sizes=64,4096,1048576] "
+      "[raw_echo|raw_relay|direct|pool|pool_p0|pool_nc ...]\n";
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--rounds=", 9) == 0) {
       char* end = nullptr;
@@ -319,6 +334,21 @@ int main(int argc, char** argv) {
         return 2;
       }
       rounds = static_cast<int>(r);
+    } else if (std::strncmp(argv[i], "--sizes=", 8) == 0) {
+      sizes.clear();
+      for (const char* p = argv[i] + 8; *p;) {
+        char* end = nullptr;
+        const long long v = std::strtoll(p, &end, 10);
+        if (end == p || v < 1 || v > (64ll << 20) || (*end != ',' && *end != '\0')) {
+          std::fprintf(stderr,
+                       "bench_wire: --sizes wants payload bytes from 1 to 64 MiB, "
+                       "comma-separated, got '%s'\n%s",
+                       argv[i] + 8, usage);
+          return 2;
+        }
+        sizes.push_back(static_cast<std::size_t>(v));
+        p = *end == ',' ? end + 1 : end;
+      }
     } else if (std::find_if(std::begin(kPaths), std::end(kPaths), [&](const char* p) {
                  return std::strcmp(p, argv[i]) == 0;
                }) != std::end(kPaths)) {
@@ -328,6 +358,9 @@ int main(int argc, char** argv) {
       return std::strcmp(argv[i], "--help") == 0 ? 0 : 2;
     }
   }
+  // As every cuda-agent process does (cli/main.cpp); the raw paths share this process, so the
+  // anchor gets the same allocator. GLIBC_TUNABLES with a malloc setting still wins.
+  const MallocTuning tuning = tune_malloc_for_large_messages();
   auto wanted = [&](const char* name) {
     if (names.empty()) return true;
     for (const char* n : names) {
@@ -351,7 +384,6 @@ int main(int argc, char** argv) {
                {"pool", &pool},         {"pool_p0", &pool_strict}, {"pool_nc", &pool_no_cache}};
 
   // Correctness first: every path echoes a patterned payload of each size exactly.
-  const std::size_t sizes[] = {64, 4096, 1 << 20};
   for (std::size_t size : sizes) {
     const std::string payload = pattern(size);
     for (auto& p : paths) {
@@ -361,11 +393,16 @@ int main(int argc, char** argv) {
       }
     }
   }
-  std::printf("bench_wire: request/reply over TCP loopback, one process, %u hardware threads\n",
-              std::thread::hardware_concurrency());
+  std::printf(
+      "bench_wire: request/reply over TCP loopback, one process, %u hardware threads; malloc %s\n",
+      std::thread::hardware_concurrency(),
+      tuning == MallocTuning::kApplied             ? "tuned as cuda-agent's (core/malloc_tuning.h)"
+      : tuning == MallocTuning::kLeftToEnvironment ? "as GLIBC_TUNABLES says"
+                                                   : "glibc's default (mallopt refused)");
   std::printf(
       "round trip: one request at a time (p50/p99 of N after N/10 warm-up); throughput: "
-      "%d outstanding, M requests\n",
+      "%d outstanding, M requests; each pool with a result cache timed with it full (its "
+      "steady state)\n",
       window);
   std::printf(
       "pool: worker with 1 handler slot and prefetch %d, default result cache (every result "
@@ -384,6 +421,8 @@ int main(int argc, char** argv) {
     const int n = size >= (1u << 20) ? 200 : 2000;
     const int m = size >= (1u << 20) ? 400 : 10000;
     std::vector<Figures> runs[std::size(paths)];
+    for (auto& p : paths)
+      if (wanted(p.name)) p.path->reach_steady_state(payload, window);
     for (int r = 0; r < rounds; ++r) {  // interleaved, so drift on a shared machine hits all
       for (std::size_t i = 0; i < std::size(paths); ++i) {
         if (wanted(paths[i].name))

@@ -24,6 +24,9 @@ struct Path {
   virtual std::string round_trip(const std::string& payload) = 0;
   /// Sends `count` requests with at most `window` outstanding; false on a wrong reply.
   virtual bool pipeline(const std::string& payload, int count, int window) = 0;
+  /// Brings the path to its steady state for this payload size before it is timed (a pool's
+  /// result cache full, as in a long-running broker); nothing for stateless paths.
+  virtual void reach_steady_state(const std::string& /*payload*/, int /*window*/) {}
 };
 
 class RawClient : public Path {

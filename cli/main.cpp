@@ -5,6 +5,7 @@
 
 #include "cli/command.h"
 #include "core/log.h"
+#include "core/malloc_tuning.h"
 #include "core/version.h"
 
 namespace cuda_agent::cli {
@@ -28,6 +29,8 @@ std::string version_text() {
 
 int main(int argc, char** argv) {
   using namespace cuda_agent;
+  // Before any thread: pools, farms and bench workers move MiB payloads (core/malloc_tuning.h).
+  (void)tune_malloc_for_large_messages();
   CLI::App app{
       "cuda-agent: train language models to write fast, correct CUDA kernels with "
       "agentic RL, and evaluate kernels with a reward that cannot be gamed.\n"
