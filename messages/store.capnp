@@ -153,7 +153,9 @@ struct Metric {
 enum AttemptState {
   running @0;    # started, not yet acknowledged: in flight (or its worker was lost)
   committed @1;  # its episode record was written in the same batch
-  aborted @2;    # its worker was lost before the episode was acknowledged; nothing was kept
+  aborted @2;    # its worker was lost, or was stopped (note "stopped: ...", which does not
+                 # count against the episode's attempts), before the episode was acknowledged;
+                 # nothing was kept
 }
 
 # Column family "attempts": one attempt of a rollout worker at one episode, keyed by run,
