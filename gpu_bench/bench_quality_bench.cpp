@@ -13,14 +13,16 @@
 //  - first request: one verify-mode evaluation, which makes the zygote (gpu_bench/harness_zygote.h)
 //    ready as a worker's first request would, without caching any baseline (always run);
 //  - latency: wall time of one benchmark-mode evaluation (which includes every correctness
-//    check) of the ~1 ms kernel (09_hinge_loss), first with torch.compile measured, then with it
-//    cached (--cached times), the harness child forked from the service's zygote; then twice
+//    check) of the ~1 ms kernel (09_hinge_loss), first with its baselines (eager, torch.compile)
+//    measured, then with both cached as a worker caches them for non-final requests (--cached
+//    times), the harness child forked from the service's zygote; then twice
 //    through a second service with a fresh Python per request, for comparison; each with the
 //    harness's breakdown (startup, cuda_init, checks and its phases, baselines, trials, recheck);
 //  - cv (repeatability): each entry benchmarked --repeats times in a row (100 timed trials each);
 //    the coefficient of variation (stdev / mean) of its speedup vs eager (re-measured every run,
-//    interleaved with the candidate) and vs torch.compile (measured in the first run, the
-//    service's cached median after that, as a worker does), with the candidate median's mean;
+//    interleaved with the candidate, as in a final evaluation: a service of its own with
+//    reuse_eager_baseline off) and vs torch.compile (measured in the first run, the service's
+//    cached median after that, as a worker does), with the candidate median's mean;
 //    every run is printed as it ends, the entry's row after its last run;
 //  - queue: GPU busy fraction while a queue of --queue benchmark requests (mixed entries) drains:
 //    NVML utilization.gpu (the fraction of each sample period in which a kernel ran) sampled
@@ -360,12 +362,12 @@ class QualityBench {
                   "09_hinge_loss, %d through the zygote, 2 with a fresh Python",
                   1 + args_.cached);
     open_part(2, title, 2 * est_.measured_s + (1 + args_.cached) * est_.cached_s, est_.basis);
-    const double measured = latency_row(*service_, "zygote, torch.compile measured");
+    const double measured = latency_row(*service_, "zygote, baselines measured");
     if (measured < 0) return false;
     std::vector<double> cached;
     for (int i = 1; i <= args_.cached; ++i) {
       const double w =
-          latency_row(*service_, "zygote, torch.compile cached (" + std::to_string(i) + ")");
+          latency_row(*service_, "zygote, baselines cached (" + std::to_string(i) + ")");
       if (w < 0) return false;
       cached.push_back(w);
     }
@@ -376,7 +378,7 @@ class QualityBench {
     fresh.bench.harness_zygote = false;
     auto plain = BenchService::create(fresh);
     if (!plain) return say("  fresh python: %s\n", plain.error().to_string().c_str()), false;
-    for (const char* label : {"fresh python, compile measured", "fresh python, compile cached"})
+    for (const char* label : {"fresh python, baselines measured", "fresh python, baselines cached"})
       if (latency_row(**plain, label) < 0) return false;
     return true;
   }
@@ -391,6 +393,12 @@ class QualityBench {
         3, title,
         unbuilt() * est_.build_s + n * (est_.measured_s + (args_.repeats - 1) * est_.cached_s),
         est_.basis + "; walls differ with each kernel's time");
+    // Eager timed in every run beside the candidate, as a final evaluation times it.
+    BenchServiceOptions cv_options;
+    cv_options.reuse_eager_baseline = false;
+    auto cv_service = BenchService::create(cv_options);
+    if (!cv_service)
+      return say("  cv service: %s\n", cv_service.error().to_string().c_str()), false;
     bool ok = true;
     std::vector<double> walls;
     for (const auto& name : names_) {
@@ -402,7 +410,7 @@ class QualityBench {
       std::vector<double> se, sc, cand;
       for (int r = 1; r <= args_.repeats; ++r) {
         const auto t0 = Clock::now();
-        auto e = service_->evaluate(entry->job);
+        auto e = (*cv_service)->evaluate(entry->job);
         walls.push_back(since(t0));
         if (!e || !e->passed) {
           say("  %s run %d: %s\n", name.c_str(), r,

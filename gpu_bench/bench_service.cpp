@@ -201,27 +201,39 @@ Expected<BenchEvaluation> BenchService::evaluate(const BenchJob& job) {
   const std::uint64_t seq = ++jobs_;
   // Made (and, for a re-run, made again) by write_job_dir; removed here at the end.
   const fs::path dir = fs::path(options_.work_root) / ("job-" + std::to_string(seq));
-  // The compile baseline of a task this service has measured before, unless told otherwise.
+  // The baselines of a task this service has measured before, unless told otherwise.
   std::optional<CachedBaseline> baseline = job.baseline;
   const std::string memo_key =
       content_hash(job.task_model_py) + (allow_tf32(options_.bench, job) ? "|tf32" : "|ieee");
-  if (!baseline && !job.overrides.remeasure_baselines && options_.reuse_compile_baseline &&
-      job.mode == BenchMode::kBenchmark) {
-    if (auto it = compile_memo_.find(memo_key); it != compile_memo_.end())
-      baseline = CachedBaseline{.eager_us = 0, .compile_us = it->second};
+  if (!baseline && !job.overrides.remeasure_baselines && job.mode == BenchMode::kBenchmark) {
+    if (auto it = baseline_memo_.find(memo_key); it != baseline_memo_.end()) {
+      CachedBaseline reuse{
+          .eager_us = options_.reuse_eager_baseline ? it->second.eager_us : 0,
+          .compile_us = options_.reuse_compile_baseline ? it->second.compile_us : 0};
+      if (reuse.eager_us > 0 || reuse.compile_us > 0) baseline = reuse;
+    }
   }
   Expected<BenchEvaluation> out = run_job(job, baseline, dir.string());
-  if (out && baseline && !job.baseline && out->result.compile_trial_us.empty()) {
-    char note[160];
-    std::snprintf(note, sizeof note,
-                  "torch.compile baseline: %.2f us, this worker's earlier measurement of the same "
-                  "task (final evaluations re-measure)",
-                  baseline->compile_us);
-    out->harness.notes.push_back(note);
+  if (out && baseline && !job.baseline) {
+    auto note = [&](const char* which, double us) {
+      char text[160];
+      std::snprintf(text, sizeof text,
+                    "%s baseline: %.2f us, this worker's earlier measurement of the same task "
+                    "(final evaluations re-measure)",
+                    which, us);
+      out->harness.notes.push_back(text);
+    };
+    if (out->result.eager_trial_us.empty() && baseline->eager_us > 0)
+      note("eager", baseline->eager_us);
+    if (out->result.compile_trial_us.empty() && baseline->compile_us > 0)
+      note("torch.compile", baseline->compile_us);
   }
-  if (out && !out->result.compile_trial_us.empty()) {
-    const double compiled = median_of(out->result.compile_trial_us);
-    if (compiled > 0) compile_memo_[memo_key] = compiled;
+  if (out && out->passed) {  // medians timed beside a candidate that passed every check
+    CachedBaseline& memo = baseline_memo_[memo_key];
+    if (const double eager = median_of(out->result.eager_trial_us); eager > 0)
+      memo.eager_us = eager;
+    if (const double compiled = median_of(out->result.compile_trial_us); compiled > 0)
+      memo.compile_us = compiled;
   }
   std::error_code ec;
   if (!options_.keep_jobs) fs::remove_all(dir, ec);

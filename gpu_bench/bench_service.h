@@ -87,8 +87,15 @@ struct BenchServiceOptions {
   /// Reuse this service's own torch.compile median of a task (same task text, same precision
   /// flags; the service owns one GPU and one Python) instead of compiling and timing the
   /// reference again, except for jobs with `overrides.remeasure_baselines` (final evaluations).
-  /// Eager is still measured in every benchmark, interleaved with the candidate. Default: true.
+  /// Default: true.
   bool reuse_compile_baseline = true;
+  /// The same for the eager baseline: a non-final benchmark of a task this service has timed
+  /// before times only the candidate against the earlier eager median (the issue's "cached per
+  /// task, GPU, torch and precision; re-measured for final evaluations"). The agent's own calls
+  /// during an episode get faster feedback (for a 1 ms kernel whose eager takes 8 ms, most of the
+  /// timing phase); the reward's final evaluation still times eager interleaved with the
+  /// candidate. Default: true.
+  bool reuse_eager_baseline = true;
   /// How long the first job may wait for the zygote to be ready (import torch, preload); past it
   /// the job runs in a fresh child. Default: 120000 ms.
   std::int64_t zygote_ready_ms = 120'000;
@@ -172,7 +179,9 @@ class BenchService {
   bool healthy_ = true;
   std::uint64_t jobs_ = 0;
   /// torch.compile medians this service measured: task content hash + precision -> us.
-  std::map<std::string, double> compile_memo_;
+  /// This service's own baseline medians per task text and precision (memo_key in evaluate);
+  /// 0 where not measured yet.
+  std::map<std::string, CachedBaseline> baseline_memo_;
   /// The zygote and its restarts; its notes go into the next evaluation's notes.
   std::unique_ptr<ZygoteSupervisor> zygote_;
 };

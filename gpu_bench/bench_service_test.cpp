@@ -165,7 +165,7 @@ TEST_P(BenchServiceTest, NonFinalEvaluationsMayUseFewerInputSetsFinalOnesNever) 
   EXPECT_EQ(sets(false, 7), 7);  // the request's own count wins
 }
 
-TEST_P(BenchServiceTest, ReusesItsOwnCompileBaselineUnlessFinal) {
+TEST_P(BenchServiceTest, ReusesItsOwnBaselinesUnlessFinal) {
   auto s = make();
   ASSERT_TRUE(s);
   auto reused = [](const BenchEvaluation& e) {
@@ -173,15 +173,23 @@ TEST_P(BenchServiceTest, ReusesItsOwnCompileBaselineUnlessFinal) {
       if (n.find("earlier measurement") != std::string::npos) return true;
     return false;
   };
+  // A candidate that fails its checks leaves no baseline behind for the next one.
+  BenchJob failing = job("fail_check");
+  failing.mode = BenchMode::kBenchmark;
+  ASSERT_TRUE(s->evaluate(failing));
   auto first = s->evaluate(job("fast"));
   ASSERT_TRUE(first) << first.error().to_string();
   EXPECT_FALSE(reused(*first));
+  EXPECT_DOUBLE_EQ(first->result.speedup_vs_eager, 2.0);  // not the failed run's 9x
+  EXPECT_EQ(first->result.eager_trial_us.size(), 5u);
   EXPECT_EQ(first->result.compile_trial_us.size(), 5u);
-  // Same task text, benchmark mode: torch.compile is not timed again; its median stands in.
+  // Same task text, benchmark mode: neither baseline is timed again; their medians stand in.
   auto second = s->evaluate(job("fast"));
   ASSERT_TRUE(second);
   EXPECT_TRUE(reused(*second));
+  EXPECT_TRUE(second->result.eager_trial_us.empty());
   EXPECT_TRUE(second->result.compile_trial_us.empty());
+  EXPECT_DOUBLE_EQ(second->result.speedup_vs_eager, 2.0);
   EXPECT_DOUBLE_EQ(second->result.speedup_vs_compile, 1.5);
   EXPECT_EQ(second->result.reward.tier, 3);
   // A final evaluation re-measures; so does another task, or TF32 on.
@@ -197,7 +205,16 @@ TEST_P(BenchServiceTest, ReusesItsOwnCompileBaselineUnlessFinal) {
   BenchJob tf32 = job("fast");
   tf32.overrides.allow_tf32 = true;
   EXPECT_FALSE(reused(*s->evaluate(tf32)));
-  // Switched off: always measured.
+  // Eager reuse off: eager timed every time, torch.compile still reused.
+  options_.reuse_eager_baseline = false;
+  auto eager_off = make();
+  ASSERT_TRUE(eager_off);
+  ASSERT_TRUE(eager_off->evaluate(job("fast")));
+  auto timed_eager = eager_off->evaluate(job("fast"));
+  ASSERT_TRUE(timed_eager);
+  EXPECT_EQ(timed_eager->result.eager_trial_us.size(), 5u);
+  EXPECT_TRUE(timed_eager->result.compile_trial_us.empty());
+  // Both off: always measured.
   options_.reuse_compile_baseline = false;
   auto off = make();
   ASSERT_TRUE(off);

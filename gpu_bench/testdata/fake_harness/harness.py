@@ -27,7 +27,7 @@ def base():
 
 
 def timing(cand, eager, comp):
-    return {"candidate_us": [cand] * 5, "eager_us": [eager] * 5,
+    return {"candidate_us": [cand] * 5, "eager_us": [eager] * 5 if eager else [],
             "compile_us": [comp] * 5 if comp else [],
             "summary": {"candidate": {"median": cand, "min": cand, "max": cand, "iqr": 0,
                                       "cv": 0.01}},
@@ -62,8 +62,9 @@ def main(argv=None, t0=None):
     r = base()
     r["mode"] = req["mode"]
     r["seeds"] = req["seeds"] or [1]
-    if scenario == "fast":  # 2x eager, 1.5x compile (when asked to measure it)
-        r["timing"] = timing(100.0, 200.0, 150.0 if req["options"]["measure_compile"] else 0)
+    if scenario == "fast":  # 2x eager, 1.5x compile (each when asked to measure it)
+        r["timing"] = timing(100.0, 200.0 if req["options"]["measure_eager"] else 0,
+                             150.0 if req["options"]["measure_compile"] else 0)
     elif scenario == "eager_only":  # faster than eager, slower than compile
         r["timing"] = timing(100.0, 120.0, 90.0)
     elif scenario == "slow":
@@ -76,8 +77,10 @@ def main(argv=None, t0=None):
         if r["timing"]:
             r["timing"]["eager_us"] = []
             r["timing"]["compile_us"] = []
-    elif scenario == "fail_check":
+    elif scenario == "fail_check":  # timed, then failed (a poisoned baseline must not stick)
         r["passed"] = False
+        r["timing"] = timing(100.0, 900.0 if req["options"]["measure_eager"] else 0,
+                             900.0 if req["options"]["measure_compile"] else 0)
         r["checks"][1].update({"passed": False, "max_abs_error": "inf", "max_rel_error": 3.5,
                                "first_mismatch_index": 17, "message": "1 of 9 out of tolerance"})
     elif scenario == "violation":
