@@ -131,7 +131,10 @@ Status PoolClient::Impl::start() {
     return make_error(ErrorCategory::kUnavailable, "pool.connect",
                       "cannot connect to " + options_.broker_endpoint + ": " + e.what());
   }
-  thread_ = std::thread([this] { io_loop(); });
+  thread_ = std::thread([this] {
+    name_this_thread("pool-client");
+    io_loop();
+  });
   return Status::ok();
 }
 

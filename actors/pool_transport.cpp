@@ -1,5 +1,6 @@
 #include "actors/pool_transport.h"
 
+#include <pthread.h>
 #include <zmq.h>
 
 #include <cstdio>
@@ -124,6 +125,12 @@ std::optional<std::uint64_t> LogLimiter::allow(SteadyTime now) {
   }
   ++in_window_;
   return std::exchange(suppressed_, 0);
+}
+
+void name_this_thread(const char* name) {
+  char shown[16];
+  std::snprintf(shown, sizeof shown, "%s", name);
+  (void)pthread_setname_np(pthread_self(), shown);
 }
 
 }  // namespace cuda_agent

@@ -65,6 +65,10 @@ inline std::string_view view(const zmq::message_t& m) {
 /// A frame sharing `m`'s content (reference-counted for large frames, no copy).
 zmq::message_t share_frame(zmq::message_t& m);
 
+/// Names the calling thread (at most 15 characters shown) for top -H, perf and /proc: the pool's
+/// threads are "pool-broker", "pool-worker" and "pool-client"; ZeroMQ's own are "ZMQbg/...".
+void name_this_thread(const char* name);
+
 using SteadyTime = std::chrono::steady_clock::time_point;
 
 /// Lets through at most `per_second` log lines a second and counts the rest, so a flood of bad

@@ -117,7 +117,10 @@ Status PoolWorker::Impl::start() {
                       std::chrono::milliseconds(options_.heartbeat_interval_ms);
   }
   for (std::int64_t i = 0; i <= options_.slots; ++i)
-    threads_.emplace_back([this] { member_loop(); });
+    threads_.emplace_back([this] {
+      name_this_thread("pool-worker");
+      member_loop();
+    });
   return Status::ok();
 }
 

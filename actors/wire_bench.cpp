@@ -21,7 +21,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <functional>
+#include <map>
 #include <thread>
 
 #include "actors/pool_client.h"
@@ -198,7 +201,43 @@ struct Figures {
   double cpu_us = 0, switches = 0;
   // The same per request of the pipelined run: where throughput goes (hand-offs under load).
   double pipe_cpu_us = 0, pipe_switches = 0;
+  // The threads that spent the most CPU per request in the pipelined run, "name us, ...": on a
+  // machine with a core per thread the busiest one bounds throughput.
+  std::string busiest;
 };
+
+// CPU nanoseconds each thread of this process has run (/proc/self/task/*/schedstat), by tid.
+std::map<std::string, std::pair<std::string, double>> thread_cpu_ns() {
+  std::map<std::string, std::pair<std::string, double>> out;
+  std::error_code ec;
+  for (const auto& t : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+    std::ifstream stat(t.path() / "schedstat"), comm(t.path() / "comm");
+    double ns = 0;
+    std::string name;
+    if (!(stat >> ns) || !std::getline(comm, name)) continue;
+    out[t.path().filename().string()] = {name, ns};
+  }
+  return out;
+}
+
+std::string busiest_threads(const std::map<std::string, std::pair<std::string, double>>& before,
+                            const std::map<std::string, std::pair<std::string, double>>& after,
+                            int requests) {
+  std::vector<std::pair<double, std::string>> us;
+  for (const auto& [tid, v] : after) {
+    auto it = before.find(tid);
+    const double ns = v.second - (it == before.end() ? 0 : it->second.second);
+    us.emplace_back(ns / 1e3 / requests, v.first);
+  }
+  std::sort(us.rbegin(), us.rend());
+  std::string text;
+  for (std::size_t i = 0; i < us.size() && i < 5; ++i) {
+    char cell[64];
+    std::snprintf(cell, sizeof cell, "%s%s %.1f", i ? ", " : "", us[i].second.c_str(), us[i].first);
+    text += cell;
+  }
+  return text;
+}
 
 struct Usage {
   double cpu_us = 0, switches = 0;
@@ -234,6 +273,7 @@ Figures measure(Path& path, const std::string& payload, int round_trips, int pip
   f.p50_us = us[us.size() / 2];
   f.p99_us = us[std::min(us.size() - 1, us.size() * 99 / 100)];
   auto t0 = Clock::now();
+  const auto threads0 = thread_cpu_ns();
   const Usage p0 = Usage::now();
   if (!path.pipeline(payload, pipelined, window)) {
     std::fprintf(stderr, "wrong reply in the pipelined run\n");
@@ -241,6 +281,7 @@ Figures measure(Path& path, const std::string& payload, int round_trips, int pip
   }
   f.requests_per_s = pipelined / std::chrono::duration<double>(Clock::now() - t0).count();
   const Usage p1 = Usage::now();
+  f.busiest = busiest_threads(threads0, thread_cpu_ns(), pipelined);
   f.pipe_cpu_us = (p1.cpu_us - p0.cpu_us) / pipelined;
   f.pipe_switches = (p1.switches - p0.switches) / pipelined;
   return f;
@@ -261,6 +302,7 @@ Figures median_figures(std::vector<Figures> runs) {
   f.switches = median(&Figures::switches);
   f.pipe_cpu_us = median(&Figures::pipe_cpu_us);
   f.pipe_switches = median(&Figures::pipe_switches);
+  f.busiest = runs.back().busiest;  // the last round's
   return f;
 }
 
@@ -455,6 +497,10 @@ int main(int argc, char** argv) {
         "  context switches per round trip: pool %.1f, raw_relay %.1f, raw_echo %.1f, "
         "direct %.1f\n",
         f[3].switches, f[1].switches, f[0].switches, f[2].switches);
+    std::printf(
+        "  busiest threads in the throughput run (CPU us per request, last round): pool: %s; "
+        "raw_relay: %s\n",
+        f[3].busiest.c_str(), f[1].busiest.c_str());
     std::printf(
         "  broker thread CPU per request (decode, route, cache, encode; no sockets): "
         "%.1f us\n\n",

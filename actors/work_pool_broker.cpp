@@ -129,7 +129,10 @@ Status WorkPoolBroker::Impl::bind() {
                                      {"clients", client_endpoint},
                                      {"workers", worker_endpoint},
                                      {"curve", options_.curve ? "on" : "off"}});
-  thread_ = std::thread([this] { run(); });
+  thread_ = std::thread([this] {
+    name_this_thread("pool-broker");
+    run();
+  });
   return Status::ok();
 }
 
