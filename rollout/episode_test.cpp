@@ -10,6 +10,7 @@
 
 #include "core/log.h"
 #include "rollout/episode.h"
+#include "rollout/episode_test_transcript.h"
 #include "rollout/farm_tools.h"
 #include "rollout/replay_policy.h"
 
@@ -17,65 +18,7 @@ namespace cuda_agent {
 namespace {
 
 using nlohmann::json;
-
-const char* kModelPy = R"(import torch
-import torch.nn as nn
-class Model(nn.Module):
-    def forward(self, x):
-        return torch.relu(2 * x)
-def get_inputs():
-    return [torch.randn(1 << 20)]
-def get_init_inputs():
-    return []
-)";
-
-std::string call(const std::string& name, json args) {
-  return json{{"name", name}, {"arguments", std::move(args)}}.dump();
-}
-
-std::string assistant(const std::vector<std::string>& calls, json extra = json::object()) {
-  json j = {{"role", "assistant"}, {"content", ""}, {"tool_calls", json::array()}};
-  for (const auto& c : calls) j["tool_calls"].push_back(json::parse(c));
-  j.update(extra);
-  return j.dump() + "\n";
-}
-
-const std::string kBroken = R"(#include <cuda_runtime.h>
-__global__ void scale_relu(const float* x, float* y, long long n) {
-  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-  if (i < n) y[i] = fmaxf(2.f * x[i], zero);
-}
-extern "C" void scale_relu_launch(const float* x, float* y, long long n, cudaStream_t s) {
-  scale_relu<<<(unsigned)((n + 255) / 256), 256, 0, s>>>(x, y, n);
-}
-)";
-
-const char* kModelNew = R"(import torch, torch.nn as nn
-import kernels
-class ModelNew(nn.Module):
-    def forward(self, x):
-        y = torch.empty_like(x)
-        kernels.scale_relu_launch(x, y, x.numel())
-        return y
-)";
-
-std::string transcript() {
-  std::string t = R"({"role": "system", "content": "recorded"})"
-                  "\n";
-  t += assistant({call("write_file", {{"path", "kernels/scale_relu.cu"}, {"content", kBroken}})},
-                 {{"token_ids", {11, 12, 13}}, {"logprobs", {-0.5, -0.25, -0.125}}});
-  t += assistant({call("compile", json::object())});
-  t += assistant(
-      {call("edit_file", {{"path", "kernels/scale_relu.cu"}, {"old", "zero"}, {"new", "0.f"}}),
-       call("compile", json::object())});
-  t += assistant({call("write_file", {{"path", "model_new.py"}, {"content", kModelNew}}),
-                  call("verify", json::object())});
-  t += R"({"role": "assistant", "tool_calls": [{"name": "benchmark", "arguments": "{oops"}]})"
-       "\n";
-  t += assistant({call("benchmark", json::object())});
-  t += assistant({call("finish", json::object())});
-  return t;
-}
+using namespace episode_test;  // NOLINT(google-build-using-namespace): the shared transcript
 
 // The scripted bench: correct and tier 3 when the built artifact exports the launcher that
 // model_new.py calls; records every call.
