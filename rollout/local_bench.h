@@ -6,8 +6,9 @@
 //   FarmEvaluationTools tools(client, {}, local_bench_evaluator(bench));
 //
 // Final evaluations draw fresh seeds (the harness's own) and re-measure the baselines; the
-// agent's own benchmark calls reuse the service's torch.compile median of the task
-// (BenchServiceOptions::reuse_compile_baseline) and re-measure eager beside the candidate.
+// agent's own benchmark calls reuse the service's eager and torch.compile medians of the task
+// once it has timed them beside a candidate that passed (BenchServiceOptions::
+// reuse_eager_baseline, reuse_compile_baseline).
 //
 // Threading: as the BenchService (calls are serialised on its GPU).
 #pragma once
