@@ -361,8 +361,6 @@ int main(int argc, char** argv) {
   int rounds = 1;
   std::vector<const char*> names;
   std::vector<std::size_t> sizes = {64, 4096, 1 << 20};
-  static const char* const kPaths[] = {"raw_echo", "raw_relay", "direct",
-                                       "pool",     "pool_p0",   "pool_nc"};
   const char* usage =
       "usage: bench_wire [--rounds=R] [--sizes=64,4096,1048576] "
       "[raw_echo|raw_relay|direct|pool|pool_p0|pool_nc ...]\n";
@@ -391,13 +389,14 @@ int main(int argc, char** argv) {
         sizes.push_back(static_cast<std::size_t>(v));
         p = *end == ',' ? end + 1 : end;
       }
-    } else if (std::find_if(std::begin(kPaths), std::end(kPaths), [&](const char* p) {
-                 return std::strcmp(p, argv[i]) == 0;
-               }) != std::end(kPaths)) {
-      names.push_back(argv[i]);
+    } else if (std::strcmp(argv[i], "--help") == 0) {
+      std::fputs(usage, stdout);
+      return 0;
+    } else if (argv[i][0] == '-') {
+      std::fprintf(stderr, "bench_wire: unknown option '%s'\n%s", argv[i], usage);
+      return 2;
     } else {
-      std::fprintf(stderr, "bench_wire: unknown argument '%s'\n%s", argv[i], usage);
-      return std::strcmp(argv[i], "--help") == 0 ? 0 : 2;
+      names.push_back(argv[i]);  // checked against the paths below
     }
   }
   // As every cuda-agent process does (cli/main.cpp); the raw paths share this process, so the
@@ -424,6 +423,13 @@ int main(int argc, char** argv) {
     Path* path;
   } paths[] = {{"raw_echo", &raw_echo}, {"raw_relay", &raw_relay}, {"direct", &direct},
                {"pool", &pool},         {"pool_p0", &pool_strict}, {"pool_nc", &pool_no_cache}};
+  for (const char* n : names) {
+    if (std::none_of(std::begin(paths), std::end(paths),
+                     [&](const Named& p) { return std::strcmp(p.name, n) == 0; })) {
+      std::fprintf(stderr, "bench_wire: unknown path '%s'\n%s", n, usage);
+      return 2;
+    }
+  }
 
   // Correctness first: every path echoes a patterned payload of each size exactly.
   for (std::size_t size : sizes) {

@@ -69,8 +69,9 @@ class Loop {
     stop_ = true;
     if (thread_.joinable()) thread_.join();
   }
-  void start(std::function<void(zmq::context_t&, std::atomic<bool>&)> body, const char* name) {
-    thread_ = std::thread([this, body, name] {
+  /// Runs `body` on a thread named `name` (name_this_thread).
+  void start(const char* name, std::function<void(zmq::context_t&, std::atomic<bool>&)> body) {
+    thread_ = std::thread([this, name, body] {
       name_this_thread(name);
       body(context_, stop_);
     });
@@ -98,20 +99,18 @@ inline std::string start_echo(Loop& loop) {
   router->set(zmq::sockopt::linger, 0);
   router->bind("tcp://127.0.0.1:0");
   std::string endpoint = router->get(zmq::sockopt::last_endpoint);
-  loop.start(
-      [router](zmq::context_t&, std::atomic<bool>& stop) {
-        bool ready = false, unused = false;
-        while (!stop) {
-          if (!wait_readable(*router, nullptr, ready, unused)) continue;
-          zmq::message_t id, payload;
-          while (router->recv(id, zmq::recv_flags::dontwait)) {
-            (void)router->recv(payload);
-            (void)router->send(id, zmq::send_flags::sndmore);
-            (void)router->send(payload, zmq::send_flags::none);
-          }
-        }
-      },
-      "raw-echo");
+  loop.start("raw-echo", [router](zmq::context_t&, std::atomic<bool>& stop) {
+    bool ready = false, unused = false;
+    while (!stop) {
+      if (!wait_readable(*router, nullptr, ready, unused)) continue;
+      zmq::message_t id, payload;
+      while (router->recv(id, zmq::recv_flags::dontwait)) {
+        (void)router->recv(payload);
+        (void)router->send(id, zmq::send_flags::sndmore);
+        (void)router->send(payload, zmq::send_flags::none);
+      }
+    }
+  });
   return endpoint;
 }
 
@@ -124,50 +123,46 @@ inline std::string start_relay(Loop& relay, Loop& worker) {
     s->bind("tcp://127.0.0.1:0");
   }
   std::string back_endpoint = back->get(zmq::sockopt::last_endpoint);
-  relay.start(
-      [front, back](zmq::context_t&, std::atomic<bool>& stop) {
-        std::string worker_id;
-        bool f = false, b = false;
-        while (!stop) {
-          if (!wait_readable(*front, back.get(), f, b)) continue;
-          zmq::message_t id, client, payload;
-          while (back->recv(id, zmq::recv_flags::dontwait)) {  // [worker][client][payload] or "R"
-            (void)back->recv(client);
-            if (!client.more()) {
-              worker_id = std::string(view(id));
-              continue;
-            }
-            (void)back->recv(payload);
-            (void)front->send(client, zmq::send_flags::sndmore);
-            (void)front->send(payload, zmq::send_flags::none);
-          }
-          while (!worker_id.empty() && front->recv(client, zmq::recv_flags::dontwait)) {
-            (void)front->recv(payload);
-            (void)back->send(zmq::buffer(worker_id), zmq::send_flags::sndmore);
-            (void)back->send(client, zmq::send_flags::sndmore);
-            (void)back->send(payload, zmq::send_flags::none);
-          }
+  relay.start("raw-relay", [front, back](zmq::context_t&, std::atomic<bool>& stop) {
+    std::string worker_id;
+    bool f = false, b = false;
+    while (!stop) {
+      if (!wait_readable(*front, back.get(), f, b)) continue;
+      zmq::message_t id, client, payload;
+      while (back->recv(id, zmq::recv_flags::dontwait)) {  // [worker][client][payload] or "R"
+        (void)back->recv(client);
+        if (!client.more()) {
+          worker_id = std::string(view(id));
+          continue;
         }
-      },
-      "raw-relay");
-  worker.start(
-      [back_endpoint](zmq::context_t& context, std::atomic<bool>& stop) {
-        zmq::socket_t dealer(context, zmq::socket_type::dealer);
-        dealer.set(zmq::sockopt::linger, 0);
-        dealer.connect(back_endpoint);
-        (void)dealer.send(zmq::str_buffer("R"), zmq::send_flags::none);
-        bool ready = false, unused = false;
-        while (!stop) {
-          if (!wait_readable(dealer, nullptr, ready, unused)) continue;
-          zmq::message_t client, payload;
-          while (dealer.recv(client, zmq::recv_flags::dontwait)) {
-            (void)dealer.recv(payload);
-            (void)dealer.send(client, zmq::send_flags::sndmore);
-            (void)dealer.send(payload, zmq::send_flags::none);
-          }
-        }
-      },
-      "raw-relay-echo");
+        (void)back->recv(payload);
+        (void)front->send(client, zmq::send_flags::sndmore);
+        (void)front->send(payload, zmq::send_flags::none);
+      }
+      while (!worker_id.empty() && front->recv(client, zmq::recv_flags::dontwait)) {
+        (void)front->recv(payload);
+        (void)back->send(zmq::buffer(worker_id), zmq::send_flags::sndmore);
+        (void)back->send(client, zmq::send_flags::sndmore);
+        (void)back->send(payload, zmq::send_flags::none);
+      }
+    }
+  });
+  worker.start("raw-relay-echo", [back_endpoint](zmq::context_t& context, std::atomic<bool>& stop) {
+    zmq::socket_t dealer(context, zmq::socket_type::dealer);
+    dealer.set(zmq::sockopt::linger, 0);
+    dealer.connect(back_endpoint);
+    (void)dealer.send(zmq::str_buffer("R"), zmq::send_flags::none);
+    bool ready = false, unused = false;
+    while (!stop) {
+      if (!wait_readable(dealer, nullptr, ready, unused)) continue;
+      zmq::message_t client, payload;
+      while (dealer.recv(client, zmq::recv_flags::dontwait)) {
+        (void)dealer.recv(payload);
+        (void)dealer.send(client, zmq::send_flags::sndmore);
+        (void)dealer.send(payload, zmq::send_flags::none);
+      }
+    }
+  });
   return front->get(zmq::sockopt::last_endpoint);
 }
 
