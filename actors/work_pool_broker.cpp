@@ -23,6 +23,7 @@ Status validate(const WorkPoolBrokerOptions& o) {
   if (o.max_payload_bytes < 0) return bad("max_payload_bytes must be >= 0");
   if (o.max_slots_per_worker < 1) return bad("max_slots_per_worker must be >= 1");
   if (o.housekeeping_interval_ms < 1) return bad("housekeeping_interval_ms must be >= 1");
+  if (o.io_threads < 1 || o.io_threads > 64) return bad("io_threads must be in 1..64");
   if (o.curve && o.curve->allowed_client_public_z85.empty()) {
     return bad("CURVE needs at least one allowed client public key");
   }
@@ -69,7 +70,7 @@ class WorkPoolBroker::Impl : public PoolOutbox {
   void on_zap();
 
   const WorkPoolBrokerOptions options_;
-  zmq::context_t context_{1};
+  zmq::context_t context_{static_cast<int>(options_.io_threads)};
   zmq::socket_t clients_{context_, zmq::socket_type::router};
   zmq::socket_t workers_{context_, zmq::socket_type::router};
   zmq::socket_t control_{context_, zmq::socket_type::pair};      // broker thread's end
@@ -109,6 +110,10 @@ Status WorkPoolBroker::Impl::bind() {
     for (zmq::socket_t* s : {&clients_, &workers_}) {
       s->set(zmq::sockopt::linger, 0);
       s->set(zmq::sockopt::maxmsgsize, hard_limit);
+    }
+    if (options_.io_threads >= 2) {  // client connections on I/O thread 0, workers' on the rest
+      clients_.set(zmq::sockopt::affinity, std::uint64_t{1});
+      workers_.set(zmq::sockopt::affinity, ~std::uint64_t{1});
     }
   } catch (const zmq::error_t& e) {
     return zmq_failure("setting up the broker sockets", e);

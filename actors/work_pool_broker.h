@@ -75,6 +75,10 @@ struct WorkPoolBrokerOptions {
   std::int64_t max_payload_bytes = 64ll << 20;
   /// Most slots one worker may announce. Default: 1024.
   std::int64_t max_slots_per_worker = 1024;
+  /// ZeroMQ I/O threads of the broker's context (TCP reads and writes, framing). With 2 or more,
+  /// client connections use the first and worker connections the others (ZMQ_AFFINITY), so
+  /// neither side's traffic queues behind the other's. Default: 2.
+  std::int64_t io_threads = 2;
   /// How often deadlines and heartbeats are checked: the precision of both. Default: 10 ms.
   std::int64_t housekeeping_interval_ms = 10;
   /// Log lines about bad frames allowed per second; the rest are counted. Default: 10.
