@@ -15,6 +15,18 @@ Progress::Progress(ProgressOptions options) : options_(std::move(options)) {
 
 Progress::~Progress() { finish(); }
 
+namespace {
+
+// "12.3/s", or for slow work (long episodes, GPU checks) "35.2 s each", which "0.0/s" would hide.
+std::string rate_text(std::uint64_t done, double seconds) {
+  if (done == 0 || seconds <= 0) return "0.0/s";
+  const double rate = static_cast<double>(done) / seconds;
+  if (rate >= 0.95) return fmt::format("{:.1f}/s", rate);
+  return fmt::format("{:.1f} s each", seconds / static_cast<double>(done));
+}
+
+}  // namespace
+
 double Progress::elapsed_s() const {
   return std::chrono::duration<double>(options_.now() - start_).count();
 }
@@ -26,7 +38,7 @@ std::string Progress::status() const {
   if (options_.total > 0) {
     out += fmt::format("/{} ({:.0f}%)", options_.total, 100.0 * done_ / options_.total);
   }
-  out += fmt::format(" {:.1f}/s", rate);
+  out += " " + rate_text(done_, s);
   if (options_.total > done_ && rate > 0) {
     out += fmt::format(" ETA {:.0f} s", (options_.total - done_) / rate);
   }
@@ -63,7 +75,7 @@ void Progress::finish() {
   const double s = elapsed_s();
   std::string line = fmt::format("{}: {}", options_.label, done_);
   if (options_.total > 0) line += fmt::format("/{}", options_.total);
-  line += fmt::format(" in {:.1f} s ({:.1f}/s)", s, s > 0 ? done_ / s : 0.0);
+  line += fmt::format(" in {:.1f} s ({})", s, rate_text(done_, s));
   if (failed_ > 0) line += fmt::format(", {} failed", failed_);
   fmt::print(options_.out, "{}{}\n", tty_ ? "\r\x1b[2K" : "", line);
   std::fflush(options_.out);

@@ -60,5 +60,21 @@ TEST(Progress, UnknownTotalShowsCountAndRateOnly) {
   EXPECT_EQ(s, "\r\x1b[2Ksynth: 10 5.0/s\r\x1b[2Ksynth: 10 in 2.0 s (5.0/s)\n");
 }
 
+TEST(Progress, SlowWorkShowsSecondsEachNotARateRoundedToZero) {
+  FakeClock clock;
+  std::FILE* out = std::tmpfile();
+  Progress p(
+      {.label = "eval", .total = 4, .out = out, .is_tty = 1, .now = [&] { return clock.t; }});
+  clock.advance_ms(70'400);
+  p.advance(2);
+  EXPECT_EQ(p.status(), "eval: 2/4 (50%) 35.2 s each ETA 70 s");
+  clock.advance_ms(70'400);
+  p.advance(2);
+  p.finish();
+  std::string s = read_all(out);
+  std::fclose(out);
+  EXPECT_EQ(s.substr(s.rfind('\r')), "\r\x1b[2Keval: 4/4 in 140.8 s (35.2 s each)\n");
+}
+
 }  // namespace
 }  // namespace cuda_agent
