@@ -5,9 +5,9 @@
 // --concurrency at once; each is counted once the store acknowledged it. Interrupted or killed
 // runs resume with the same --run-id: an episode already in the store is not run again (its stored
 // final evaluation counts), and the attempts a killed run left in flight are marked aborted and
-// rerun, up to --max-attempts per episode (then stored as aborted). Ctrl-C (SIGINT) starts no new
-// episode and cuts those in flight at their next policy call; a resume reruns them without
-// counting those attempts.
+// rerun, up to --max-attempts per episode (then stored as aborted). Ctrl-C (SIGINT) or SIGTERM (a
+// scheduler's or a wall-clock limit's stop) starts no new episode and cuts those in flight at their
+// next policy call; a resume reruns them without counting those attempts.
 //
 // Exit codes: 0 the run finished; 1 an episode or the store failed; 2 bad input (no tasks, a bad
 // policy spec, no GPU).
@@ -156,7 +156,7 @@ int run_eval(const EvalArgs& a) {
 
   const RunId run{a.run_id.empty() ? "eval-" + std::to_string(now_unix_ms()) : a.run_id};
   const std::int64_t max_turns = a.max_turns > 0 ? a.max_turns : manifest.rollout.max_turns;
-  std::signal(SIGINT, [](int) { g_interrupted = true; });
+  for (int sig : {SIGINT, SIGTERM}) std::signal(sig, [](int) { g_interrupted = true; });
   Progress progress({.label = "eval " + a.suite,
                      .total = static_cast<std::uint64_t>(tasks.size()) *
                               static_cast<std::uint64_t>(a.episodes_per_task)});
@@ -259,12 +259,13 @@ int run_eval(const EvalArgs& a) {
   }
   const EvalSummary summary = summarize(results);
   const std::string title = "cuda-agent eval " + a.suite + " (" + run.value() + ")";
+  // The files first: a stop that also closed our stdout (a killed pipeline) must not lose them.
+  Status written =
+      a.report_dir.empty() ? Status::ok() : write_reports(summary, rows, a.report_dir, title);
   std::printf("%s", render_markdown(summary, title).c_str());
-  if (!a.report_dir.empty()) {
-    Status w = write_reports(summary, rows, a.report_dir, title);
-    if (!w) return report(w.error());
+  if (!written) return report(written.error());
+  if (!a.report_dir.empty())
     std::printf("\nreports: %s/summary.md, summary.html, episodes.jsonl\n", a.report_dir.c_str());
-  }
   if (g_interrupted)
     std::printf("\ninterrupted: run again with --run-id %s to resume\n", run.value().c_str());
   return failures > 0 ? 1 : 0;
