@@ -30,6 +30,7 @@ struct BenchOptions {
   std::int64_t harness_memory_bytes = 64LL << 30;
   std::string python = "python3";
   bool harness_zygote = true;
+  std::string nsight_compute = "auto";
 
   template <class V>
   void visit(V& v) {
@@ -116,6 +117,13 @@ struct BenchOptions {
               "per request; saves the 1 to 2 s of importing torch. The worker falls back to a "
               "fresh Python per request when the zygote cannot start or keeps failing."},
       harness_zygote);
+    v({.key = "nsight_compute",
+       .doc = "Nsight Compute for profile mode: 'auto' (ncu on PATH, else "
+              "/usr/local/cuda/bin/ncu), a path, or 'off'. The harness runs once more under it "
+              "and the report gains registers, shared memory, achieved occupancy and DRAM/SM "
+              "throughput per kernel; without it (or without permission for the GPU's counters) "
+              "the report keeps the PyTorch profiler's kernel times and says why."},
+      nsight_compute);
   }
 };
 

@@ -3,8 +3,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -16,6 +18,7 @@
 #include "core/sandbox.h"
 #include "gpu_bench/device_probe.h"
 #include "gpu_bench/harness_sandbox.h"
+#include "gpu_bench/nsight_compute.h"
 
 namespace cuda_agent {
 namespace {
@@ -141,6 +144,7 @@ Expected<std::unique_ptr<BenchService>> BenchService::create(BenchServiceOptions
                               .error_code = "bench.job"});
   if (b.options_.bench.harness_zygote && zygote.empty())
     b.zygote_->note("harness zygote: zygote.py not found; fresh children");
+  b.ncu_ = find_nsight_compute(b.options_.bench.nsight_compute);
   b.zygote_->start();  // imports torch while the caller gets ready
   return service;
 }
@@ -214,6 +218,8 @@ Expected<BenchEvaluation> BenchService::evaluate(const BenchJob& job) {
     }
   }
   Expected<BenchEvaluation> out = run_job(job, baseline, dir.string());
+  if (out && out->passed && job.mode == BenchMode::kProfile)
+    add_nsight_compute(job, baseline, dir.string() + "-ncu", *out);
   if (out && baseline && !job.baseline) {
     auto note = [&](const char* which, double us) {
       char text[160];
@@ -250,7 +256,7 @@ Expected<BenchEvaluation> BenchService::evaluate(const BenchJob& job) {
 
 Status BenchService::write_job_dir(const BenchJob& job,
                                    const std::optional<CachedBaseline>& baseline,
-                                   const std::string& dir_str) {
+                                   const std::string& dir_str, bool ncu_region) {
   const fs::path dir(dir_str);
   std::error_code ec;
   fs::remove_all(dir, ec);
@@ -267,6 +273,7 @@ Status BenchService::write_job_dir(const BenchJob& job,
   req.device = 0;  // CUDA_VISIBLE_DEVICES leaves the child exactly one
   req.seeds = job.seeds;
   req.options = harness_options(options_.bench, job, baseline);
+  req.options.ncu_region = ncu_region;
   RETURN_IF_ERROR(write_file(req.task_model_py, job.task_model_py, 0644));
   RETURN_IF_ERROR(write_file(req.model_new_py, job.model_new_py, 0644));
   RETURN_IF_ERROR(write_file(req.library, job.artifact, 0755));
@@ -384,6 +391,78 @@ Expected<BenchEvaluation> BenchService::run_job(const BenchJob& job,
   a.measured_unix_ms = now_unix_ms();
   score_evaluation(e, RewardRule{options_.bench.faster_threshold, options_.bench.reward}, baseline);
   return e;
+}
+
+void BenchService::add_nsight_compute(const BenchJob& job,
+                                      const std::optional<CachedBaseline>& baseline,
+                                      const std::string& dir_str, BenchEvaluation& e) {
+  constexpr std::size_t kReportLines = 40;  // the whole profile report, for the agent
+  std::string& report = e.result.profile_report;
+  auto unavailable = [&](const std::string& why) {
+    report = "Nsight Compute: unavailable (" + why +
+             "); kernel times below are the PyTorch profiler's\n" + report;
+    e.harness.notes.push_back("Nsight Compute: " + why);
+  };
+  if (ncu_.empty()) {
+    if (options_.bench.nsight_compute != "off")
+      unavailable(options_.bench.nsight_compute == "auto"
+                      ? "no ncu on PATH or in /usr/local/cuda/bin"
+                      : "'" + options_.bench.nsight_compute + "' is not executable");
+    return;
+  }
+  std::int64_t wall_ms = options_.bench.harness_wall_ms;
+  if (job.deadline_unix_ms > 0) wall_ms = std::min(wall_ms, job.deadline_unix_ms - now_unix_ms());
+  if (wall_ms < 1000) return unavailable("no time left before the request's deadline");
+  const fs::path dir(dir_str);
+  if (Status w = write_job_dir(job, baseline, dir_str, true); !w)
+    return unavailable(w.error().message);
+  const fs::path log = dir / "ncu.csv";
+  SandboxSpec spec =
+      harness_sandbox_spec({.python = python_,
+                            .job_dir = dir.string(),
+                            .visible_device = visible_device_,
+                            .run_as = run_as_,
+                            .isolate_network = options_.isolate_network,
+                            .wall_ms = wall_ms},
+                           {harness_path_, "--request", (dir / "request.json").string(), "--result",
+                            (dir / "result.json").string()});
+  std::vector<std::string> argv = nsight_compute_argv(ncu_, log.string());
+  argv.insert(argv.end(), spec.argv.begin(), spec.argv.end());
+  spec.argv = std::move(argv);
+  Expected<SandboxResult> ran = run_sandboxed(spec);
+  auto log_text = read_file(log);
+  const std::string text = log_text ? *log_text : "";
+  // The profiled run's own result: it says how many calls ran inside the region.
+  std::int64_t calls = 0;
+  if (auto result_text = read_file(dir / "result.json")) {
+    if (auto r = parse_harness_result(*result_text); r && r->ok)
+      std::sscanf(r->result.profile_report.c_str(), "ncu region: %" SCNd64, &calls);
+  }
+  std::error_code ec;
+  if (!options_.keep_jobs) fs::remove_all(dir, ec);
+  if (!ran) return unavailable(ran.error().message);
+  if (ran->outcome != SandboxOutcome::kExited)
+    return unavailable("the profiled run ended: " + std::string(to_string(ran->outcome)));
+  auto kernels = parse_nsight_compute_csv(text);
+  if (!kernels || kernels->empty()) {
+    std::string why = nsight_compute_failure(text + "\n" + ran->output);
+    if (why.empty()) why = kernels ? "no kernel was profiled" : kernels.error().message;
+    return unavailable(why + " (exit code " + std::to_string(ran->exit_code) + ")");
+  }
+  if (calls <= 0) return unavailable("the profiled run did not reach its calls");
+  std::string table = render_nsight_compute(*kernels, calls, kReportLines / 2);
+  // The PyTorch profiler's table after it, cut so that the whole stays within the line budget.
+  const auto table_lines = static_cast<std::size_t>(std::count(table.begin(), table.end(), '\n'));
+  std::string rest;
+  std::size_t lines = table_lines, pos = 0;
+  while (lines < kReportLines && pos < report.size()) {
+    std::size_t nl = report.find('\n', pos);
+    if (nl == std::string::npos) nl = report.size();
+    rest += report.substr(pos, nl - pos) + "\n";
+    pos = nl + 1;
+    ++lines;
+  }
+  report = table + rest;
 }
 
 }  // namespace cuda_agent

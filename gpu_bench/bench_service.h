@@ -166,15 +166,22 @@ class BenchService {
   Expected<BenchEvaluation> run_job(const BenchJob& job,
                                     const std::optional<CachedBaseline>& baseline,
                                     const std::string& dir);
-  /// Writes the job directory from scratch: model.py, solution.so, model_new.py, request.json.
+  /// Writes the job directory from scratch: model.py, solution.so, model_new.py, request.json
+  /// (with the harness option ncu_region when `ncu_region`).
   Status write_job_dir(const BenchJob& job, const std::optional<CachedBaseline>& baseline,
-                       const std::string& dir);
+                       const std::string& dir, bool ncu_region = false);
+  /// Profile mode, after a run that passed: the harness once more under Nsight Compute (a fresh
+  /// child in `dir`), its per-kernel table put before the PyTorch profiler's in the report, or a
+  /// line saying why there is none (gpu_bench/nsight_compute.h).
+  void add_nsight_compute(const BenchJob& job, const std::optional<CachedBaseline>& baseline,
+                          const std::string& dir, BenchEvaluation& e);
 
   BenchServiceOptions options_;
   std::string python_;
   std::string harness_path_;
   std::string visible_device_;   ///< CUDA_VISIBLE_DEVICES for the child (a UUID where known)
   std::optional<RunAs> run_as_;  ///< the child's uid/gid (harness_run_as); none: the caller's
+  std::string ncu_;  ///< Nsight Compute for profile mode ([bench] nsight_compute); empty: none
   mutable std::mutex mu_;
   bool healthy_ = true;
   std::uint64_t jobs_ = 0;

@@ -16,6 +16,7 @@
 #include "core/clock.h"
 #include "core/content_hash.h"
 #include "gpu_bench/bench_test_util.h"
+#include "gpu_bench/nsight_compute.h"
 
 namespace cuda_agent {
 namespace {
@@ -305,6 +306,95 @@ INSTANTIATE_TEST_SUITE_P(HarnessStart, BenchServiceTest, ::testing::Values(true,
                          [](const ::testing::TestParamInfo<bool>& i) {
                            return std::string(i.param ? "Zygote" : "FreshChild");
                          });
+
+// A stand-in for ncu: takes its options, writes `log` to --log-file only when the harness was
+// asked for the ncu region (the request says so), then runs the harness command it was given.
+std::string fake_ncu(const std::string& dir, const std::string& log) {
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/ncu";
+  std::ofstream(path)
+      << "#!/bin/sh\nlog=\nwhile [ $# -gt 0 ]; do\n  case \"$1\" in\n"
+         "    --csv) shift ;;\n    --log-file) log=\"$2\"; shift 2 ;;\n"
+         "    --*) shift 2 ;;\n    *) break ;;\n  esac\ndone\n"
+         "req=\n"
+         "for a in \"$@\"; do case \"$a\" in *request.json) req=\"$a\";; esac; done\n"
+         "if grep -Eq '\"ncu_region\": *true' \"$req\"; then cat > \"$log\" <<'CSV'\n" +
+             log + "CSV\nfi\nexec \"$@\"\n";
+  // 0755: the harness (and so ncu) runs as the sandbox's uid when the test runs as root.
+  std::filesystem::permissions(
+      path, std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
+                std::filesystem::perms::group_exec | std::filesystem::perms::others_read |
+                std::filesystem::perms::others_exec);
+  return path;
+}
+
+std::string ncu_csv_with_one_kernel() {
+  std::string h =
+      R"("ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC")";
+  std::string units = R"("","","","","","","","","","","")";
+  const char* values[] = {"5000", "40", "0", "2048", "75.0", "88.5", "30.0"};
+  std::string row =
+      R"x("0","1","python3","host","fused_kernel(float *)","1","7","(256, 1, 1)","(64, 1, 1)","0","9.0")x";
+  for (std::size_t i = 0; i < nsight_compute_metrics().size(); ++i) {
+    h += ",\"" + nsight_compute_metrics()[i] + "\"";
+    units += i == 0 ? ",\"nsecond\"" : ",\"\"";
+    row += ",\"" + std::string(values[i]) + "\"";
+  }
+  return "==PROF== Connected\n" + h + "\n" + units + "\n" + row + "\n";
+}
+
+TEST(BenchServiceNsightCompute, ProfileModeGainsTheNcuTableBeforeTheProfilers) {
+  BenchServiceOptions o = fake_harness_options("bench-ncu-test");
+  o.bench.nsight_compute = fake_ncu(o.work_root + "-bin", ncu_csv_with_one_kernel());
+  auto s = make_service(o);
+  ASSERT_TRUE(s);
+  auto e = s->evaluate(fake_job("fast", BenchMode::kProfile));
+  ASSERT_TRUE(e) << e.error().to_string();
+  const std::string& report = e->result.profile_report;
+  EXPECT_EQ(report.rfind("Nsight Compute: 5 forward call(s)", 0), 0u) << report;
+  EXPECT_NE(report.find("fused_kernel(float *)"), std::string::npos) << report;
+  EXPECT_NE(report.find("88.5"), std::string::npos) << report;                 // DRAM % of peak
+  EXPECT_NE(report.find("fake profiler table"), std::string::npos) << report;  // then torch's
+  EXPECT_LE(std::count(report.begin(), report.end(), '\n'), 40) << report;
+  // Other modes never run it.
+  auto v = s->evaluate(fake_job("fast", BenchMode::kVerify));
+  ASSERT_TRUE(v) << v.error().to_string();
+  EXPECT_EQ(v->result.profile_report.find("Nsight"), std::string::npos);
+  std::filesystem::remove_all(o.work_root + "-bin");
+}
+
+TEST(BenchServiceNsightCompute, WithoutPermissionOrNcuTheReportSaysWhyAndKeepsTheProfilers) {
+  BenchServiceOptions o = fake_harness_options("bench-ncu-test");
+  o.bench.nsight_compute = fake_ncu(
+      o.work_root + "-bin",
+      "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU "
+      "Performance Counters on the target device 0.\n");
+  auto s = make_service(o);
+  ASSERT_TRUE(s);
+  auto e = s->evaluate(fake_job("fast", BenchMode::kProfile));
+  ASSERT_TRUE(e) << e.error().to_string();
+  EXPECT_EQ(e->result.profile_report.rfind("Nsight Compute: unavailable (no permission", 0), 0u)
+      << e->result.profile_report;
+  EXPECT_NE(e->result.profile_report.find("fake profiler table"), std::string::npos);
+  EXPECT_TRUE(has_note(*e, "ERR_NVGPUCTRPERM")) << notes_of(*e);
+  std::filesystem::remove_all(o.work_root + "-bin");
+
+  o.bench.nsight_compute = "/nonexistent/ncu";
+  auto missing = make_service(o);
+  ASSERT_TRUE(missing);
+  auto m = missing->evaluate(fake_job("fast", BenchMode::kProfile));
+  ASSERT_TRUE(m) << m.error().to_string();
+  EXPECT_NE(m->result.profile_report.find("'/nonexistent/ncu' is not executable"),
+            std::string::npos)
+      << m->result.profile_report;
+
+  o.bench.nsight_compute = "off";
+  auto off = make_service(o);
+  ASSERT_TRUE(off);
+  auto f = off->evaluate(fake_job("fast", BenchMode::kProfile));
+  ASSERT_TRUE(f) << f.error().to_string();
+  EXPECT_EQ(f->result.profile_report, "fake profiler table\nper forward: 1.0 us of GPU time");
+}
 
 TEST(ScoreEvaluation, NoChecksIsNotAPass) {
   BenchEvaluation e;

@@ -89,7 +89,8 @@ std::string harness_request_json(const HarnessRequest& r) {
         {"measure_compile", o.measure_compile},
         {"poison_memory", o.poison_memory},
         {"input_memory_fraction", o.input_memory_fraction},
-        {"rss_limit_bytes", o.rss_limit_bytes}}},
+        {"rss_limit_bytes", o.rss_limit_bytes},
+        {"ncu_region", o.ncu_region}}},
   };
   return j.dump(1);
 }

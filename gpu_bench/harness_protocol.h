@@ -44,6 +44,9 @@ struct HarnessOptions {
   bool poison_memory = true;
   double input_memory_fraction = 0.25;  ///< of free GPU memory, for the timed input sets
   std::int64_t rss_limit_bytes = 0;     ///< harness resident memory limit; 0: none
+  /// Profile mode under Nsight Compute: bracket the profiled calls with cudaProfilerStart/Stop
+  /// instead of running the PyTorch profiler (the two cannot share the GPU's counters).
+  bool ncu_region = false;
 };
 
 /// What the harness reads: paths inside the job directory, the launcher prototypes, the mode.

@@ -45,6 +45,7 @@ DEFAULT_OPTIONS = {
     "poison_memory": True,
     "input_memory_fraction": 0.25,
     "rss_limit_bytes": 0,
+    "ncu_region": False,
     "profile_calls": 5,
 }
 

@@ -1,6 +1,9 @@
 """Profile mode: per-kernel GPU time of the candidate's forward from the PyTorch profiler, in at
-most 40 lines for the agent. (Nsight Compute metrics, where ncu runs, are the worker's job: it
-can run this harness under ncu; the profiler is what works everywhere.)"""
+most 40 lines for the agent. Nsight Compute metrics are the worker's job (gpu_bench/
+nsight_compute.h): it runs this harness a second time under ncu with the option ncu_region, and
+then the profiled calls are only bracketed with cudaProfilerStart/Stop (ncu runs with
+--profile-from-start off) and the PyTorch profiler stays off, since both would want the GPU's
+counters."""
 
 import torch
 from torch.profiler import ProfilerActivity
@@ -16,6 +19,13 @@ def profile(s, dev, seed):
         for _ in range(2):
             s.new(*inputs)  # warm-up
         torch.cuda.synchronize()
+        if s.options.get("ncu_region"):
+            torch.cuda.profiler.start()
+            for _ in range(calls):
+                s.new(*inputs)  # ncu flushes the caches before each kernel itself
+            torch.cuda.synchronize()
+            torch.cuda.profiler.stop()
+            return "ncu region: %d forward calls" % calls
         with torch_profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
             for _ in range(calls):
                 dev.flush_l2()
