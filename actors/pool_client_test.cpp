@@ -69,6 +69,29 @@ TEST(PoolClient, BlockedAndAsyncCallersShareOneSocket) {
   EXPECT_EQ(stats->completed, static_cast<std::uint64_t>(kThreads * kCalls));
 }
 
+// Covers: a handler that takes the payload out of its WorkItem instead of copying it (the
+// worker recycles payload buffers; a moved-from one must not leak into the next request).
+TEST(PoolClient, AHandlerMayMoveThePayloadOut) {
+  (void)setup_logging({.level = "error"});
+  auto broker = WorkPoolBroker::start({});
+  ASSERT_TRUE(broker) << broker.error().to_string();
+  PoolWorkerOptions w;
+  w.broker_endpoint = (*broker)->worker_endpoint();
+  w.prefetch = 4;
+  auto worker = PoolWorker::start(
+      w, [](WorkItem& item) -> Expected<std::string> { return std::move(item.payload); });
+  ASSERT_TRUE(worker) << worker.error().to_string();
+  auto client = PoolClient::connect({.broker_endpoint = (*broker)->client_endpoint()});
+  ASSERT_TRUE(client) << client.error().to_string();
+  for (int i = 0; i < 50; ++i) {
+    const std::string payload(static_cast<std::size_t>(1 + i * 997),
+                              static_cast<char>('a' + i % 26));
+    auto out = (*client)->call(request("move-" + std::to_string(i), payload));
+    ASSERT_TRUE(out) << out.error().to_string();
+    EXPECT_EQ(*out, payload) << "request " << i;
+  }
+}
+
 // Covers: the client closing while a thread is blocked in call() on a request nobody answers
 // (no worker). The blocked caller gets "pool.client_closed" instead of waiting for its deadline.
 TEST(PoolClient, CloseAnswersABlockedCaller) {

@@ -56,7 +56,7 @@ class PoolWorker::Impl {
   void member_loop();
   /// Leads until there is work for a free slot or the worker stops; returns with the lock held.
   void lead(std::unique_lock<std::mutex>& lock);
-  Expected<std::string> run(const WorkItem& item);
+  Expected<std::string> run(WorkItem& item);
   Status connect();
   void send_envelope(std::string envelope);
   /// Sends Ready with the ids this worker holds.
@@ -306,7 +306,7 @@ void PoolWorker::Impl::recycle(std::string&& buffer) {
   spare_payloads_.push_back(std::move(buffer));
 }
 
-Expected<std::string> PoolWorker::Impl::run(const WorkItem& item) {
+Expected<std::string> PoolWorker::Impl::run(WorkItem& item) {
   if (now_unix_ms() >= item.header.deadline_unix_ms) {
     return make_error(ErrorCategory::kTimeout, "pool.deadline_expired",
                       "request " + item.header.request_id.value() +

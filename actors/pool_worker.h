@@ -41,8 +41,10 @@ struct WorkItem {
   std::uint32_t attempt = 1;  ///< 1 on first delivery; higher after a worker was lost
 };
 
-/// Runs one request; returns the result payload or a typed error for the client.
-using PoolHandler = std::function<Expected<std::string>(const WorkItem&)>;
+/// Runs one request; returns the result payload or a typed error for the client. The item is the
+/// handler's to change: one that returns or keeps the payload may move it out instead of copying
+/// (a handler taking `const WorkItem&` works too).
+using PoolHandler = std::function<Expected<std::string>(WorkItem&)>;
 
 struct PoolWorkerOptions {
   /// The broker's worker endpoint, e.g. "tcp://coordinator:5552". Required.
