@@ -273,7 +273,11 @@ Status BenchService::write_job_dir(const BenchJob& job,
   req.device = 0;  // CUDA_VISIBLE_DEVICES leaves the child exactly one
   req.seeds = job.seeds;
   req.options = harness_options(options_.bench, job, baseline);
-  req.options.ncu_region = ncu_region;
+  if (ncu_region) {  // a profiling run, not a verdict: the first run checked everything
+    req.options.ncu_region = true;
+    req.options.poison_memory = false;  // and leaves ncu's replay device memory to save into
+    req.options.verify_input_sets = 1;
+  }
   RETURN_IF_ERROR(write_file(req.task_model_py, job.task_model_py, 0644));
   RETURN_IF_ERROR(write_file(req.model_new_py, job.model_new_py, 0644));
   RETURN_IF_ERROR(write_file(req.library, job.artifact, 0755));
