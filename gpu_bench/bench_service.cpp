@@ -286,12 +286,28 @@ Status BenchService::write_job_dir(const BenchJob& job,
   return Status();
 }
 
+std::vector<std::string> BenchService::job_args(const std::string& dir) {
+  return {"--request", (fs::path(dir) / "request.json").string(), "--result",
+          (fs::path(dir) / "result.json").string()};
+}
+
+SandboxSpec BenchService::harness_spec(const std::string& dir, std::int64_t wall_ms) const {
+  std::vector<std::string> args = {harness_path_};
+  for (std::string& a : job_args(dir)) args.push_back(std::move(a));
+  return harness_sandbox_spec({.python = python_,
+                               .job_dir = dir,
+                               .visible_device = visible_device_,
+                               .run_as = run_as_,
+                               .isolate_network = options_.isolate_network,
+                               .wall_ms = wall_ms},
+                              args);
+}
+
 Expected<BenchEvaluation> BenchService::run_job(const BenchJob& job,
                                                 const std::optional<CachedBaseline>& baseline,
                                                 const std::string& dir_str) {
   const fs::path dir(dir_str);
   RETURN_IF_ERROR(write_job_dir(job, baseline, dir_str));
-  const fs::path request_path = dir / "request.json";
   const fs::path result_path = dir / "result.json";
   const auto start = std::chrono::steady_clock::now();
   std::int64_t wall_ms = options_.bench.harness_wall_ms;
@@ -303,17 +319,8 @@ Expected<BenchEvaluation> BenchService::run_job(const BenchJob& job,
     wall_ms = std::min(wall_ms, left);
   }
   const auto deadline = start + std::chrono::milliseconds(wall_ms);
-  const std::vector<std::string> harness_args = {"--request", request_path.string(), "--result",
-                                                 result_path.string()};
-  std::vector<std::string> args = {harness_path_};
-  args.insert(args.end(), harness_args.begin(), harness_args.end());
-  SandboxSpec spec = harness_sandbox_spec({.python = python_,
-                                           .job_dir = dir.string(),
-                                           .visible_device = visible_device_,
-                                           .run_as = run_as_,
-                                           .isolate_network = options_.isolate_network,
-                                           .wall_ms = wall_ms},
-                                          args);
+  const std::vector<std::string> harness_args = job_args(dir.string());
+  SandboxSpec spec = harness_spec(dir.string(), wall_ms);
   std::vector<std::string> notes;
   const auto ready_by =
       std::min(deadline, start + std::chrono::milliseconds(options_.zygote_ready_ms));
@@ -421,15 +428,7 @@ void BenchService::add_nsight_compute(const BenchJob& job,
   if (Status w = write_job_dir(job, baseline, dir_str, true); !w)
     return unavailable(w.error().message);
   const fs::path log = dir / "ncu.csv";
-  SandboxSpec spec =
-      harness_sandbox_spec({.python = python_,
-                            .job_dir = dir.string(),
-                            .visible_device = visible_device_,
-                            .run_as = run_as_,
-                            .isolate_network = options_.isolate_network,
-                            .wall_ms = wall_ms},
-                           {harness_path_, "--request", (dir / "request.json").string(), "--result",
-                            (dir / "result.json").string()});
+  SandboxSpec spec = harness_spec(dir.string(), wall_ms);
   std::vector<std::string> argv = nsight_compute_argv(ncu_, log.string());
   argv.insert(argv.end(), spec.argv.begin(), spec.argv.end());
   spec.argv = std::move(argv);

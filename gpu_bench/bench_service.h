@@ -166,6 +166,11 @@ class BenchService {
   Expected<BenchEvaluation> run_job(const BenchJob& job,
                                     const std::optional<CachedBaseline>& baseline,
                                     const std::string& dir);
+  /// The harness's arguments for the job in `dir`: --request dir/request.json --result
+  /// dir/result.json.
+  static std::vector<std::string> job_args(const std::string& dir);
+  /// `python -I -B harness.py <job_args>` confined for this service's GPU (harness_sandbox_spec).
+  SandboxSpec harness_spec(const std::string& dir, std::int64_t wall_ms) const;
   /// Writes the job directory from scratch: model.py, solution.so, model_new.py, request.json
   /// (with the harness option ncu_region when `ncu_region`).
   Status write_job_dir(const BenchJob& job, const std::optional<CachedBaseline>& baseline,

@@ -18,11 +18,14 @@
 namespace cuda_agent {
 namespace fs = std::filesystem;
 
-Expected<std::string> find_python(const std::string& program) {
+Expected<std::string> find_program(const std::string& program, const std::string& what) {
+  auto runnable = [](const fs::path& p) {
+    return ::access(p.c_str(), X_OK) == 0 && !fs::is_directory(p);
+  };
   if (program.find('/') != std::string::npos) {
-    if (::access(program.c_str(), X_OK) == 0) return fs::absolute(program).string();
+    if (runnable(program)) return fs::absolute(program).string();
     return make_error(ErrorCategory::kUnavailable, "bench.spawn",
-                      "python interpreter '" + program + "' is not executable");
+                      what + " '" + program + "' is not executable");
   }
   const char* path = std::getenv("PATH");
   std::stringstream dirs(path ? path : "/usr/local/bin:/usr/bin:/bin");
@@ -30,10 +33,14 @@ Expected<std::string> find_python(const std::string& program) {
   while (std::getline(dirs, dir, ':')) {
     if (dir.empty()) continue;
     fs::path p = fs::path(dir) / program;
-    if (::access(p.c_str(), X_OK) == 0) return p.string();
+    if (runnable(p)) return p.string();
   }
   return make_error(ErrorCategory::kUnavailable, "bench.spawn",
-                    "python interpreter '" + program + "' not found on PATH");
+                    what + " '" + program + "' not found on PATH");
+}
+
+Expected<std::string> find_python(const std::string& program) {
+  return find_program(program, "python interpreter");
 }
 
 Expected<std::string> find_harness_script(const std::string& configured,

@@ -21,8 +21,11 @@
 
 namespace cuda_agent {
 
-/// An absolute path for `program`: itself when it has a slash, else the first match on PATH.
-/// Errors: bench.spawn (unavailable) naming the program.
+/// An absolute path for `program`: itself when it has a slash, else the first match on PATH; a
+/// directory never matches. Errors: bench.spawn (unavailable) naming `what` and the program.
+Expected<std::string> find_program(const std::string& program, const std::string& what);
+
+/// find_program for the interpreter of the node's PyTorch ("python interpreter" in errors).
 Expected<std::string> find_python(const std::string& program);
 
 /// The canonical path of `script` in the harness directory: `configured` when set, else

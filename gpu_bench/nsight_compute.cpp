@@ -1,17 +1,15 @@
 #include "gpu_bench/nsight_compute.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
-#include <filesystem>
 #include <map>
+
+#include "gpu_bench/harness_sandbox.h"
 
 namespace cuda_agent {
 namespace {
-
-namespace fs = std::filesystem;
 
 constexpr const char* kDuration = "gpu__time_duration.sum";
 constexpr const char* kRegisters = "launch__registers_per_thread";
@@ -20,10 +18,6 @@ constexpr const char* kSharedDynamic = "launch__shared_mem_per_block_dynamic";
 constexpr const char* kOccupancy = "sm__warps_active.avg.pct_of_peak_sustained_active";
 constexpr const char* kDram = "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed";
 constexpr const char* kSm = "sm__throughput.avg.pct_of_peak_sustained_elapsed";
-
-bool executable(const fs::path& p) {
-  return ::access(p.c_str(), X_OK) == 0 && !fs::is_directory(p);
-}
 
 // One CSV record: fields split on commas outside double quotes, "" inside quotes is a quote.
 std::vector<std::string> csv_fields(std::string_view line) {
@@ -90,20 +84,11 @@ std::vector<std::string_view> lines_of(std::string_view text) {
 
 std::string find_nsight_compute(const std::string& configured) {
   if (configured.empty() || configured == "off") return "";
-  if (configured != "auto") return executable(configured) ? configured : "";
-  if (const char* path = std::getenv("PATH")) {
-    std::string_view rest(path);
-    while (true) {
-      const std::size_t colon = rest.find(':');
-      const std::string_view dir = rest.substr(0, colon);
-      if (!dir.empty() && executable(fs::path(dir) / "ncu"))
-        return (fs::path(dir) / "ncu").string();
-      if (colon == std::string_view::npos) break;
-      rest.remove_prefix(colon + 1);
-    }
-  }
-  const fs::path cuda = "/usr/local/cuda/bin/ncu";
-  return executable(cuda) ? cuda.string() : "";
+  auto found = find_program(configured == "auto" ? "ncu" : configured, "Nsight Compute");
+  if (found) return *found;
+  if (configured != "auto") return "";
+  auto cuda = find_program("/usr/local/cuda/bin/ncu", "Nsight Compute");
+  return cuda ? *cuda : "";
 }
 
 const std::vector<std::string>& nsight_compute_metrics() {

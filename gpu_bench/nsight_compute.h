@@ -18,8 +18,8 @@
 namespace cuda_agent {
 
 /// The ncu to use: `configured` "off" or "" gives "" (disabled); "auto" the first `ncu` on PATH,
-/// else /usr/local/cuda/bin/ncu, else "" when neither exists; anything else is taken as a path
-/// and returned if it is executable (else "").
+/// else /usr/local/cuda/bin/ncu, else "" when neither exists; anything else goes through
+/// find_program (a path, or a name on PATH) and gives "" when it is not found.
 std::string find_nsight_compute(const std::string& configured);
 
 /// The metrics asked for, in the table's order after the kernel name.
