@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -75,11 +76,23 @@ std::string bench_report_text(const BenchEvaluation& e, const BenchReportContext
   std::size_t passed = 0;
   for (const BenchCheck& c : r.checks) passed += c.passed ? 1 : 0;
   out += fmt::format("checks: {} of {} passed\n", passed, r.checks.size());
+  // A passed check repeated over input sets ("run[seed=...]") is one line with its count; a failed
+  // one keeps its full name and errors.
+  std::vector<std::pair<std::string, int>> passed_kinds;
   for (const BenchCheck& c : r.checks) {
-    if (c.passed) {
-      out += "  ok    " + c.name + "\n";
-      continue;
-    }
+    if (!c.passed) continue;
+    std::string kind = c.name.substr(0, c.name.find('['));
+    auto it = std::find_if(passed_kinds.begin(), passed_kinds.end(),
+                           [&](const auto& p) { return p.first == kind; });
+    if (it == passed_kinds.end())
+      passed_kinds.emplace_back(std::move(kind), 1);
+    else
+      ++it->second;
+  }
+  for (const auto& [kind, n] : passed_kinds)
+    out += "  ok    " + kind + (n > 1 ? fmt::format(" (x{})", n) : std::string()) + "\n";
+  for (const BenchCheck& c : r.checks) {
+    if (c.passed) continue;
     out += "  FAIL  " + c.name;
     if (c.max_abs_error != 0 || c.max_rel_error != 0)
       out += fmt::format("  max abs {:.4g}  max rel {:.4g}", c.max_abs_error, c.max_rel_error);

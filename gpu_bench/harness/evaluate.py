@@ -118,6 +118,8 @@ class Session:
         self.new = None
         self.init_inputs = None
         self.dev = None
+        self.poisoned_bytes = []  # per candidate run on poisoned memory (one note sums them)
+        self.poison_note_at = None
 
     # --- checks and violations --------------------------------------------------------------
     def check(self, name, passed, message="", **extra):
@@ -282,6 +284,20 @@ def aliased_outputs(outputs, inputs):
     return bad
 
 
+def note_poisoning(s, nbytes):
+    """One note for all the candidate runs on poisoned memory: how many, and the least and most
+    bytes poisoned (one line per run buried the report's other notes)."""
+    s.poisoned_bytes.append(nbytes)
+    text = ("poisoned free GPU memory before each of %d candidate run(s): %d to %d bytes"
+            % (len(s.poisoned_bytes), min(s.poisoned_bytes), max(s.poisoned_bytes)))
+    notes = s.result["notes"]
+    if s.poison_note_at is None:
+        s.poison_note_at = len(notes)
+        notes.append(text)
+    else:
+        notes[s.poison_note_at] = text
+
+
 def verify_one(s, dev, seed, tag, poison, first, same_address_seed=None, phase_key="checks"):
     """All correctness checks on one fresh input set. Returns False at the first failure.
 
@@ -294,8 +310,7 @@ def verify_one(s, dev, seed, tag, poison, first, same_address_seed=None, phase_k
     cand_in = clone_inputs(orig)
     ph.mark("inputs")
     if poison:
-        s.result["notes"].append("poisoned %d bytes of free GPU memory before candidate %s"
-                                 % (dev.poison_free_memory(reserve_big_block=first), tag))
+        note_poisoning(s, dev.poison_free_memory(reserve_big_block=first))
         ph.mark("poison_reserve" if first else "poison")
     launches = launchers.launch_count()
     out, err, g = run_candidate_guarded(s, cand_in)
