@@ -81,7 +81,11 @@ class PoolClient::Impl {
   /// One turn as the leader: poll until something arrives, a deadline or a wake, take it in,
   /// expire. Called and returns with the lock held.
   void lead_once(Lock& lock, std::vector<Ready>& ready, std::int64_t until_unix_ms);
-  void take_in(std::vector<Ready>& ready);
+  /// Reads the socket to EAGAIN; returns how many messages it took.
+  std::size_t take_in(std::vector<Ready>& ready);
+  /// After a send (mutex held): reads the socket now if a leader waits on it, else leaves that to
+  /// the next leader (`unread_`).
+  void read_after_send(std::vector<Ready>& ready);
   void on_reply(std::vector<zmq::message_t>& parts, std::size_t dropped, std::vector<Ready>& ready);
   void complete(const std::string& id, PoolOutcome outcome, std::vector<Ready>& ready);
   void expire(std::int64_t now, std::vector<Ready>& ready);
@@ -102,6 +106,11 @@ class PoolClient::Impl {
   std::condition_variable idle_cv_;     // close_client() waiting for blocked callers to leave
   bool closed_ = false;
   bool leader_active_ = false;
+  // Sent on since the socket was last read to EAGAIN: a send may process the socket's commands
+  // and spend its ZMQ_FD edge, so the next leader reads the socket before it waits. A sender
+  // reads it at once only while a leader is blocked on the descriptor (no extra system call per
+  // request otherwise).
+  bool unread_ = false;
   std::int64_t leader_wakes_at_ = 0;  // unix ms the leader's poll ends at the latest
   std::size_t blocked_ = 0;           // callers in wait() whose outcome is not in yet
   std::size_t async_waiting_ = 0;     // callbacks in pending_
@@ -209,7 +218,7 @@ void PoolClient::Impl::submit(std::string id, std::int64_t deadline_unix_ms,
         if (leader_active_ && deadline_unix_ms < leader_wakes_at_) wake_leader();
       }
     }
-    take_in(ready);
+    read_after_send(ready);
     if (!leader_active_ && async_waiting_ > 0) io_cv_.notify_one();
   }
   run(ready);
@@ -226,7 +235,7 @@ void PoolClient::Impl::submit_stats(std::int64_t deadline_unix_ms, StatsCallback
       } catch (const zmq::error_t& e) {
         log_error(zmq_failure("pool client send", e));
       }
-      take_in(ready);
+      read_after_send(ready);
       if (leader_active_) {
         wake_leader();  // a new deadline to watch
       } else {
@@ -274,6 +283,13 @@ void PoolClient::Impl::lead_once(Lock& lock, std::vector<Ready>& ready,
   }
   leader_wakes_at_ = wakes_at;
   try {
+    // What a send left unread first; when that brings anything in, this turn ends without a wait.
+    if (unread_ && take_in(ready) > 0) {
+      expire(now_unix_ms(), ready);
+      leader_active_ = false;
+      hand_on();
+      return;
+    }
     const int fd = broker_.get(zmq::sockopt::fd);
     lock.unlock();
     zmq::pollitem_t items[] = {{nullptr, fd, ZMQ_POLLIN, 0}, {nullptr, wake_fd_, ZMQ_POLLIN, 0}};
@@ -320,16 +336,28 @@ void PoolClient::Impl::io_loop() {
   run(ready);
 }
 
-void PoolClient::Impl::take_in(std::vector<Ready>& ready) {
-  std::size_t dropped = 0;
+void PoolClient::Impl::read_after_send(std::vector<Ready>& ready) {
+  if (leader_active_) {
+    take_in(ready);
+  } else {
+    unread_ = true;
+  }
+}
+
+std::size_t PoolClient::Impl::take_in(std::vector<Ready>& ready) {
+  std::size_t dropped = 0, taken = 0;
   try {
-    while (broker_.get(zmq::sockopt::events) & ZMQ_POLLIN) {
-      if (!recv_multipart(broker_, parts_, 2, dropped)) break;
+    // Until EAGAIN, which processes the socket's pending commands as ZMQ_EVENTS would: asking
+    // ZMQ_EVENTS before each message cost a system call per message.
+    while (recv_multipart(broker_, parts_, 2, dropped)) {
       on_reply(parts_, dropped, ready);
+      ++taken;
     }
+    unread_ = false;
   } catch (const zmq::error_t& e) {
     if (e.num() != EINTR) log_error(zmq_failure("pool client receive", e));
   }
+  return taken;
 }
 
 void PoolClient::Impl::on_reply(std::vector<zmq::message_t>& parts, std::size_t dropped,

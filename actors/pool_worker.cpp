@@ -177,7 +177,10 @@ void PoolWorker::Impl::member_loop() {
       lock.lock();
       try {
         answer(item.header.request_id, std::move(result));
-        take_in();
+        // The send may have spent the socket's ZMQ_FD edge. Only a leader blocked on the
+        // descriptor could miss that; without one, the next leader reads the socket to EAGAIN
+        // before it waits (lead()), which saves a system call per request.
+        if (leader_active_) take_in();
       } catch (const zmq::error_t& e) {
         log_error(zmq_failure("pool worker result", e));
       }
@@ -246,8 +249,9 @@ void PoolWorker::Impl::lead(std::unique_lock<std::mutex>& lock) {
 
 void PoolWorker::Impl::take_in() {
   std::size_t dropped = 0;
-  while (broker_->get(zmq::sockopt::events) & ZMQ_POLLIN) {
-    if (!recv_multipart(*broker_, parts_, 3, dropped)) break;
+  // Until EAGAIN, which processes the socket's pending commands as ZMQ_EVENTS would: asking
+  // ZMQ_EVENTS before each message cost a system call per message.
+  while (recv_multipart(*broker_, parts_, 3, dropped)) {
     last_from_broker_ = std::chrono::steady_clock::now();
     on_broker_message(parts_, dropped);
   }

@@ -1,7 +1,11 @@
 #include "actors/work_pool_broker.h"
 
+#include <poll.h>
 #include <zmq.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <mutex>
 #include <thread>
 #include <unordered_set>
@@ -52,8 +56,9 @@ class WorkPoolBroker::Impl : public PoolOutbox {
   std::string client_endpoint, worker_endpoint;
 
  private:
-  static void send(zmq::socket_t& socket, const std::string& peer, std::string envelope,
-                   zmq::message_t* payload) {
+  void send(zmq::socket_t& socket, const std::string& peer, std::string envelope,
+            zmq::message_t* payload) {
+    (&socket == &clients_ ? clients_unread_ : workers_unread_) = true;  // see run()
     // A ROUTER never blocks: a message to a gone or full peer is dropped.
     (void)socket.send(zmq::buffer(peer), zmq::send_flags::sndmore);
     (void)socket.send(take_frame(std::move(envelope)),
@@ -76,6 +81,9 @@ class WorkPoolBroker::Impl : public PoolOutbox {
   zmq::socket_t control_{context_, zmq::socket_type::pair};      // broker thread's end
   zmq::socket_t control_api_{context_, zmq::socket_type::pair};  // API end, under api_mutex_
   std::optional<zmq::socket_t> zap_;
+  // The ROUTER may hold messages whose ZMQ_FD edge is spent: it fired, or this thread sent on
+  // the socket, since the socket was last read to EAGAIN (run()).
+  bool clients_unread_ = true, workers_unread_ = true;
   std::unordered_set<std::string> allowed_keys_;  // 32-byte binary CURVE public keys
   PoolDispatcher dispatcher_;
   LogLimiter limiter_;
@@ -142,14 +150,17 @@ Status WorkPoolBroker::Impl::bind() {
 }
 
 void WorkPoolBroker::Impl::run() {
-  // The control and ZAP sockets are rarely busy, so they are watched through their ZMQ_FD as
-  // plain descriptors: zmq::poll asks each socket item for its events before and after it waits
-  // (two system calls each time), which on every request's two passes through this thread cost
-  // as much as the work. ZMQ_FD is edge-triggered: when it fires, the socket is read until empty.
-  std::vector<zmq::pollitem_t> items = {{clients_.handle(), 0, ZMQ_POLLIN, 0},
-                                        {workers_.handle(), 0, ZMQ_POLLIN, 0},
-                                        {nullptr, control_.get(zmq::sockopt::fd), ZMQ_POLLIN, 0}};
-  if (zap_) items.push_back({nullptr, zap_->get(zmq::sockopt::fd), ZMQ_POLLIN, 0});
+  // Every socket is watched through its ZMQ_FD as a plain descriptor, which is edge-triggered:
+  // once it fires, the socket must be read until EAGAIN (that recv processes the socket's pending
+  // commands, as ZMQ_EVENTS would). A send may process commands too and so swallow an edge, so a
+  // ROUTER this thread sent on since its last EAGAIN is read again before the thread sleeps
+  // (`clients_unread_`, `workers_unread_`, set by send()). Nothing else is probed: each probe of
+  // an idle socket is a poll system call inside libzmq (zmq::poll makes four per wait on two
+  // sockets), and those were most of this thread's time.
+  std::vector<pollfd> fds = {{clients_.get(zmq::sockopt::fd), POLLIN, 0},
+                             {workers_.get(zmq::sockopt::fd), POLLIN, 0},
+                             {control_.get(zmq::sockopt::fd), POLLIN, 0}};
+  if (zap_) fds.push_back({zap_->get(zmq::sockopt::fd), POLLIN, 0});
   auto readable = [](zmq::socket_t& socket) {
     return (socket.get(zmq::sockopt::events) & ZMQ_POLLIN) != 0;
   };
@@ -157,33 +168,55 @@ void WorkPoolBroker::Impl::run() {
   auto next_housekeeping = std::chrono::steady_clock::now() + interval;
   std::vector<zmq::message_t> parts;
   std::size_t dropped = 0;
+  // Reads until EAGAIN, then clears `unread`; at most 256 messages, so that one busy socket does
+  // not starve the other (`unread` then stays set and the socket is read again after it).
+  auto drain = [&](zmq::socket_t& socket, bool& unread, auto on_message) {
+    for (int i = 0; i < 256; ++i) {
+      if (!recv_multipart(socket, parts, 3, dropped)) {
+        unread = false;
+        return;
+      }
+      (this->*on_message)(parts, dropped);
+    }
+  };
+  clients_unread_ = workers_unread_ = true;
   for (;;) {
     try {
+      for (;;) {
+        while (clients_unread_ || workers_unread_) {
+          if (clients_unread_) drain(clients_, clients_unread_, &Impl::on_client_message);
+          if (workers_unread_) drain(workers_, workers_unread_, &Impl::on_worker_message);
+        }
+        if (std::chrono::steady_clock::now() < next_housekeeping) break;
+        dispatcher_.housekeeping(now());
+        next_housekeeping = std::chrono::steady_clock::now() + interval;
+        // And both ROUTERs are read on every housekeeping tick, so that an edge spent in a way
+        // this loop does not foresee delays a message by one interval at most.
+        clients_unread_ = workers_unread_ = true;
+      }
       auto wait = std::chrono::ceil<std::chrono::milliseconds>(next_housekeeping -
                                                                std::chrono::steady_clock::now());
-      zmq::poll(items, std::max(wait, std::chrono::milliseconds(0)));
-      if (items[2].revents & ZMQ_POLLIN) {
+      for (pollfd& f : fds) f.revents = 0;
+      if (::poll(fds.data(), fds.size(),
+                 static_cast<int>(std::max<std::int64_t>(wait.count(), 0))) < 0) {
+        if (errno != EINTR)
+          log_error(make_error(ErrorCategory::kIo, "pool.poll", std::strerror(errno)));
+        continue;
+      }
+      clients_unread_ = fds[0].revents != 0;
+      workers_unread_ = fds[1].revents != 0;
+      if (fds[2].revents) {
         while (readable(control_))
           if (!on_control()) return;
       }
-      if (zap_ && (items[3].revents & ZMQ_POLLIN)) {
+      if (zap_ && fds[3].revents) {
         while (readable(*zap_)) on_zap();
-      }
-      // Bounded batches keep one busy socket from starving the other.
-      for (int i = 0; i < 256 && recv_multipart(clients_, parts, 3, dropped); ++i) {
-        on_client_message(parts, dropped);
-      }
-      for (int i = 0; i < 256 && recv_multipart(workers_, parts, 3, dropped); ++i) {
-        on_worker_message(parts, dropped);
-      }
-      if (std::chrono::steady_clock::now() >= next_housekeeping) {
-        dispatcher_.housekeeping(now());
-        next_housekeeping = std::chrono::steady_clock::now() + interval;
       }
     } catch (const zmq::error_t& e) {
       if (e.num() == ETERM) return;
       if (e.num() != EINTR)
         log_error(zmq_failure("pool broker loop", e), {{"pool", options_.name}});
+      clients_unread_ = workers_unread_ = true;  // whatever was mid-read is read again
     }
   }
 }
