@@ -10,6 +10,7 @@
 //   pool       PoolClient -> WorkPoolBroker -> PoolWorker (4 hops): the product path
 //   pool_p0    the same with prefetch 0: the broker waits for each result before dispatching
 //   pool_nc    pool with the broker's result cache off (no retained results)
+//   pool_spin  pool whose broker polls for 50 us before it sleeps after a busy wake (spin_us)
 // Round trip: one request at a time, p50 and p99 of N. Throughput: a window of W outstanding
 // requests, requests per second over M. Broker overhead = p50(pool) - p50(direct).
 #include <sys/resource.h>
@@ -120,9 +121,10 @@ class DirectPath : public Path {
 
 class PoolPath : public Path {
  public:
-  PoolPath(int prefetch, bool cache) {
+  PoolPath(int prefetch, bool cache, std::int64_t spin_us = 0) {
     WorkPoolBrokerOptions o;
     if (!cache) o.result_cache_entries = 0;
+    o.spin_us = spin_us;
     cache_entries_ = o.result_cache_entries;
     cache_bytes_ = o.result_cache_bytes;
     broker_ = std::move(WorkPoolBroker::start(o).value());
@@ -142,6 +144,11 @@ class PoolPath : public Path {
         cache_entries_,
         cache_bytes_ / static_cast<std::int64_t>(std::max<std::size_t>(payload.size(), 1)));
     (void)pipeline(payload, static_cast<int>(fill) + window, window);
+  }
+  std::optional<std::pair<std::uint64_t, std::uint64_t>> broker_reads() override {
+    auto s = broker_->stats(std::chrono::seconds(5));
+    if (!s) return {};
+    return std::pair{s->wakes, s->messages_read};
   }
   std::string round_trip(const std::string& payload) override {
     auto out = client_->call(PoolRequest{next_header("pool"), {}, payload});
@@ -205,6 +212,8 @@ struct Figures {
   // The threads that spent the most CPU per request in the pipelined run, "name us, ...": on a
   // machine with a core per thread the busiest one bounds throughput.
   std::string busiest;
+  // A pool's broker in the pipelined run: messages it read per wake-up (PoolStats); 0: no broker.
+  double reads_per_wake = 0;
 };
 
 // CPU nanoseconds each thread of this process has run (/proc/self/task/*/schedstat), by tid.
@@ -273,6 +282,7 @@ Figures measure(Path& path, const std::string& payload, int round_trips, int pip
   f.switches = (u1.switches - u0.switches) / round_trips;
   f.p50_us = us[us.size() / 2];
   f.p99_us = us[std::min(us.size() - 1, us.size() * 99 / 100)];
+  const auto reads0 = path.broker_reads();
   auto t0 = Clock::now();
   const auto threads0 = thread_cpu_ns();
   const Usage p0 = Usage::now();
@@ -285,6 +295,11 @@ Figures measure(Path& path, const std::string& payload, int round_trips, int pip
   f.busiest = busiest_threads(threads0, thread_cpu_ns(), pipelined);
   f.pipe_cpu_us = (p1.cpu_us - p0.cpu_us) / pipelined;
   f.pipe_switches = (p1.switches - p0.switches) / pipelined;
+  const auto reads1 = path.broker_reads();
+  if (reads0 && reads1 && reads1->first > reads0->first) {
+    f.reads_per_wake = static_cast<double>(reads1->second - reads0->second) /
+                       static_cast<double>(reads1->first - reads0->first);
+  }
   return f;
 }
 
@@ -304,6 +319,7 @@ Figures median_figures(std::vector<Figures> runs) {
   f.pipe_cpu_us = median(&Figures::pipe_cpu_us);
   f.pipe_switches = median(&Figures::pipe_switches);
   f.busiest = runs.back().busiest;  // the last round's
+  f.reads_per_wake = median(&Figures::reads_per_wake);
   return f;
 }
 
@@ -364,7 +380,7 @@ int main(int argc, char** argv) {
   std::vector<std::size_t> sizes = {64, 4096, 1 << 20};
   const char* usage =
       "usage: bench_wire [--rounds=R] [--sizes=64,4096,1048576] "
-      "[raw_echo|raw_relay|direct|pool|pool_p0|pool_nc ...]\n";
+      "[raw_echo|raw_relay|direct|pool|pool_p0|pool_nc|pool_spin ...]\n";
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--rounds=", 9) == 0) {
       char* end = nullptr;
@@ -419,11 +435,13 @@ int main(int argc, char** argv) {
   PoolPath pool(window - 1, true);
   PoolPath pool_strict(0, true);
   PoolPath pool_no_cache(window - 1, false);
+  PoolPath pool_spin(window - 1, true, 50);
   struct Named {
     const char* name;
     Path* path;
-  } paths[] = {{"raw_echo", &raw_echo}, {"raw_relay", &raw_relay}, {"direct", &direct},
-               {"pool", &pool},         {"pool_p0", &pool_strict}, {"pool_nc", &pool_no_cache}};
+  } paths[] = {{"raw_echo", &raw_echo},  {"raw_relay", &raw_relay}, {"direct", &direct},
+               {"pool", &pool},          {"pool_p0", &pool_strict}, {"pool_nc", &pool_no_cache},
+               {"pool_spin", &pool_spin}};
   for (const char* n : names) {
     if (std::none_of(std::begin(paths), std::end(paths),
                      [&](const Named& p) { return std::strcmp(p.name, n) == 0; })) {
@@ -456,7 +474,8 @@ int main(int argc, char** argv) {
   std::printf(
       "pool: worker with 1 handler slot and prefetch %d, default result cache (every result "
       "kept, up to 256 MiB); pool_p0: prefetch 0 (the broker waits for each result before the "
-      "next dispatch); pool_nc: result cache off\n\n",
+      "next dispatch); pool_nc: result cache off; pool_spin: pool whose broker polls 50 us "
+      "before it sleeps after a wake that read messages (WorkPoolBrokerOptions::spin_us)\n\n",
       window - 1);
   std::printf(
       "cpu_us and ctx_sw: per round trip, all threads of this process (CPU time user+sys, "
@@ -508,6 +527,16 @@ int main(int argc, char** argv) {
         "  busiest threads in the throughput run (CPU us per request, last round): pool: %s; "
         "raw_relay: %s\n",
         f[3].busiest.c_str(), f[1].busiest.c_str());
+    std::string reads;
+    for (std::size_t i = 0; i < std::size(paths); ++i) {
+      if (f[i].reads_per_wake <= 0) continue;
+      char cell[64];
+      std::snprintf(cell, sizeof cell, "%s%s %.2f", reads.empty() ? "" : ", ", paths[i].name,
+                    f[i].reads_per_wake);
+      reads += cell;
+    }
+    if (!reads.empty())
+      std::printf("  broker messages read per wake-up in the throughput run: %s\n", reads.c_str());
     std::printf(
         "  broker thread CPU per request (decode, route, cache, encode; no sockets): "
         "%.1f us\n\n",

@@ -9,10 +9,13 @@
 #include <zmq.hpp>
 
 #include <atomic>
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "actors/pool_transport.h"
 
@@ -27,6 +30,8 @@ struct Path {
   /// Brings the path to its steady state for this payload size before it is timed (a pool's
   /// result cache full, as in a long-running broker); nothing for stateless paths.
   virtual void reach_steady_state(const std::string& /*payload*/, int /*window*/) {}
+  /// A broker's (wakes, messages read) so far (PoolStats); nothing for paths without one.
+  virtual std::optional<std::pair<std::uint64_t, std::uint64_t>> broker_reads() { return {}; }
 };
 
 class RawClient : public Path {

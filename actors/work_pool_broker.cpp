@@ -28,6 +28,7 @@ Status validate(const WorkPoolBrokerOptions& o) {
   if (o.max_slots_per_worker < 1) return bad("max_slots_per_worker must be >= 1");
   if (o.housekeeping_interval_ms < 1) return bad("housekeeping_interval_ms must be >= 1");
   if (o.io_threads < 1 || o.io_threads > 64) return bad("io_threads must be in 1..64");
+  if (o.spin_us < 0 || o.spin_us > 10'000) return bad("spin_us must be in 0..10000");
   if (o.curve && o.curve->allowed_client_public_z85.empty()) {
     return bad("CURVE needs at least one allowed client public key");
   }
@@ -65,6 +66,12 @@ class WorkPoolBroker::Impl : public PoolOutbox {
                       payload ? zmq::send_flags::sndmore : zmq::send_flags::none);
     if (payload) (void)socket.send(share_frame(*payload), zmq::send_flags::none);
   }
+  PoolStats stats_now() const {
+    PoolStats s = dispatcher_.stats();
+    s.wakes = wakes_;
+    s.messages_read = messages_read_;
+    return s;
+  }
   static PoolNow now() { return PoolNow{std::chrono::steady_clock::now(), now_unix_ms()}; }
 
   void on_client_message(std::vector<zmq::message_t>& parts, std::size_t dropped);
@@ -84,6 +91,7 @@ class WorkPoolBroker::Impl : public PoolOutbox {
   // The ROUTER may hold messages whose ZMQ_FD edge is spent: it fired, or this thread sent on
   // the socket, since the socket was last read to EAGAIN (run()).
   bool clients_unread_ = true, workers_unread_ = true;
+  std::uint64_t wakes_ = 0, messages_read_ = 0;   // PoolStats.wakes, .messagesRead
   std::unordered_set<std::string> allowed_keys_;  // 32-byte binary CURVE public keys
   PoolDispatcher dispatcher_;
   LogLimiter limiter_;
@@ -177,9 +185,11 @@ void WorkPoolBroker::Impl::run() {
         return;
       }
       (this->*on_message)(parts, dropped);
+      ++messages_read_;
     }
   };
   clients_unread_ = workers_unread_ = true;
+  std::uint64_t read_before_wait = 0;  // messages_read_ when the thread last waited (spin_us)
   for (;;) {
     try {
       for (;;) {
@@ -197,12 +207,23 @@ void WorkPoolBroker::Impl::run() {
       auto wait = std::chrono::ceil<std::chrono::milliseconds>(next_housekeeping -
                                                                std::chrono::steady_clock::now());
       for (pollfd& f : fds) f.revents = 0;
-      if (::poll(fds.data(), fds.size(),
-                 static_cast<int>(std::max<std::int64_t>(wait.count(), 0))) < 0) {
+      const int timeout_ms = static_cast<int>(std::max<std::int64_t>(wait.count(), 0));
+      int ready = 0;
+      if (options_.spin_us > 0 && messages_read_ != read_before_wait) {
+        const auto spin_until =
+            std::chrono::steady_clock::now() + std::chrono::microseconds(options_.spin_us);
+        do {
+          ready = ::poll(fds.data(), fds.size(), 0);
+        } while (ready == 0 && std::chrono::steady_clock::now() < spin_until);
+      }
+      read_before_wait = messages_read_;
+      if (ready == 0) ready = ::poll(fds.data(), fds.size(), timeout_ms);
+      if (ready < 0) {
         if (errno != EINTR)
           log_error(make_error(ErrorCategory::kIo, "pool.poll", std::strerror(errno)));
         continue;
       }
+      if (fds[0].revents || fds[1].revents) ++wakes_;
       clients_unread_ = fds[0].revents != 0;
       workers_unread_ = fds[1].revents != 0;
       if (fds[2].revents) {
@@ -247,7 +268,7 @@ void WorkPoolBroker::Impl::on_client_message(std::vector<zmq::message_t>& parts,
   auto m = decode_pool_message(view(parts[1]), limits);
   if (!m) return reject(true, parts, {}, m.error());
   if (std::holds_alternative<PoolStatsRequest>(*m) && parts.size() == 2) {
-    return to_client(std::string(view(parts[0])), encode_pool(dispatcher_.stats()), nullptr);
+    return to_client(std::string(view(parts[0])), encode_pool(stats_now()), nullptr);
   }
   auto* submit = std::get_if<PoolSubmit>(&*m);
   if (!submit) {
@@ -328,7 +349,7 @@ bool WorkPoolBroker::Impl::on_control() {
   if (command.size() < 7) return true;
   // "stats <seq>": answer [seq][PoolStats envelope].
   control_.send(zmq::buffer(view(command).substr(6)), zmq::send_flags::sndmore);
-  control_.send(take_frame(encode_pool(dispatcher_.stats())), zmq::send_flags::none);
+  control_.send(take_frame(encode_pool(stats_now())), zmq::send_flags::none);
   return true;
 }
 

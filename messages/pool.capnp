@@ -117,4 +117,8 @@ struct PoolStats {
   malformedFrames @12 :UInt64;      # frames rejected as unreadable or unexpected
   workersLost @13 :UInt64;          # workers dropped for missing heartbeats or that left
   unknownResults @14 :UInt64;       # results for requests the broker does not know (dropped)
+  wakes @15 :UInt64;                # times the broker thread woke because a client or worker
+                                    # socket had something to read
+  messagesRead @16 :UInt64;         # messages it read from clients and workers; per wake, how
+                                    # many arrive together (batching under load)
 }

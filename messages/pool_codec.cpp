@@ -192,6 +192,8 @@ Expected<PoolMessage> read_envelope(wire::PoolEnvelope::Reader r) {
       m.malformed_frames = s.getMalformedFrames();
       m.workers_lost = s.getWorkersLost();
       m.unknown_results = s.getUnknownResults();
+      m.wakes = s.getWakes();
+      m.messages_read = s.getMessagesRead();
       out = std::move(m);
       break;
     }
@@ -337,6 +339,8 @@ std::string encode_pool(const PoolStats& m) {
     s.setMalformedFrames(m.malformed_frames);
     s.setWorkersLost(m.workers_lost);
     s.setUnknownResults(m.unknown_results);
+    s.setWakes(m.wakes);
+    s.setMessagesRead(m.messages_read);
   });
 }
 

@@ -118,6 +118,8 @@ struct PoolStats {
   std::uint64_t malformed_frames = 0;
   std::uint64_t workers_lost = 0;
   std::uint64_t unknown_results = 0;
+  std::uint64_t wakes = 0;
+  std::uint64_t messages_read = 0;
 };
 
 /// Any decoded envelope; the alternative says which member was set.

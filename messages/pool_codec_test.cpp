@@ -77,11 +77,15 @@ TEST(PoolCodec, WorkerMessagesAndStatsRoundTrip) {
   stats.queue_depth = 3;
   stats.late_results = 2;
   stats.unknown_results = 5;
+  stats.wakes = 6;
+  stats.messages_read = 7;
   stats.workers.push_back(PoolWorkerStats{WorkerId{"w"}, {"a"}, 2, 1, 10, 1, 150, 900});
   auto back = round_trip(stats);
   EXPECT_EQ(back.queue_depth, 3u);
   EXPECT_EQ(back.late_results, 2u);
   EXPECT_EQ(back.unknown_results, 5u);
+  EXPECT_EQ(back.wakes, 6u);
+  EXPECT_EQ(back.messages_read, 7u);
   ASSERT_EQ(back.workers.size(), 1u);
   EXPECT_EQ(back.workers[0].latency_p99_us, 900u);
   EXPECT_EQ(back.workers[0].tags, std::vector<std::string>{"a"});
