@@ -11,6 +11,7 @@
 //   pool_p0    the same with prefetch 0: the broker waits for each result before dispatching
 //   pool_nc    pool with the broker's result cache off (no retained results)
 //   pool_spin  pool whose broker polls for 50 us before it sleeps after a busy wake (spin_us)
+//   pool_io1   pool whose broker context has one ZeroMQ I/O thread instead of two
 // Round trip: one request at a time, p50 and p99 of N. Throughput: a window of W outstanding
 // requests, requests per second over M. Broker overhead = p50(pool) - p50(direct).
 #include <sys/resource.h>
@@ -121,10 +122,11 @@ class DirectPath : public Path {
 
 class PoolPath : public Path {
  public:
-  PoolPath(int prefetch, bool cache, std::int64_t spin_us = 0) {
+  PoolPath(int prefetch, bool cache, std::int64_t spin_us = 0, std::int64_t io_threads = 2) {
     WorkPoolBrokerOptions o;
     if (!cache) o.result_cache_entries = 0;
     o.spin_us = spin_us;
+    o.io_threads = io_threads;
     cache_entries_ = o.result_cache_entries;
     cache_bytes_ = o.result_cache_bytes;
     broker_ = std::move(WorkPoolBroker::start(o).value());
@@ -376,11 +378,12 @@ int main(int argc, char** argv) {
   // `bench_wire [--rounds=R] [path...]`: `bench_wire pool direct` times only those paths (all
   // by default); R interleaved rounds per path and payload, median reported (default 1).
   int rounds = 1;
+  int window = 16;
   std::vector<const char*> names;
   std::vector<std::size_t> sizes = {64, 4096, 1 << 20};
   const char* usage =
-      "usage: bench_wire [--rounds=R] [--sizes=64,4096,1048576] "
-      "[raw_echo|raw_relay|direct|pool|pool_p0|pool_nc|pool_spin ...]\n";
+      "usage: bench_wire [--rounds=R] [--sizes=64,4096,1048576] [--window=16] "
+      "[raw_echo|raw_relay|direct|pool|pool_p0|pool_nc|pool_spin|pool_io1 ...]\n";
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--rounds=", 9) == 0) {
       char* end = nullptr;
@@ -391,6 +394,17 @@ int main(int argc, char** argv) {
         return 2;
       }
       rounds = static_cast<int>(r);
+    } else if (std::strncmp(argv[i], "--window=", 9) == 0) {
+      char* end = nullptr;
+      const long w = std::strtol(argv[i] + 9, &end, 10);
+      if (end == argv[i] + 9 || *end != '\0' || w < 1 || w > 1024) {
+        std::fprintf(stderr,
+                     "bench_wire: --window wants the requests outstanding in the throughput run, "
+                     "1 to 1024, got '%s'\n%s",
+                     argv[i] + 9, usage);
+        return 2;
+      }
+      window = static_cast<int>(w);
     } else if (std::strncmp(argv[i], "--sizes=", 8) == 0) {
       sizes.clear();
       for (const char* p = argv[i] + 8; *p;) {
@@ -431,17 +445,17 @@ int main(int argc, char** argv) {
   RawClient raw_echo(start_echo(echo_loop));
   RawClient raw_relay(start_relay(relay_loop, relay_worker));
   DirectPath direct;
-  const int window = 16;
   PoolPath pool(window - 1, true);
   PoolPath pool_strict(0, true);
   PoolPath pool_no_cache(window - 1, false);
   PoolPath pool_spin(window - 1, true, 50);
+  PoolPath pool_io1(window - 1, true, 0, 1);
   struct Named {
     const char* name;
     Path* path;
-  } paths[] = {{"raw_echo", &raw_echo},  {"raw_relay", &raw_relay}, {"direct", &direct},
-               {"pool", &pool},          {"pool_p0", &pool_strict}, {"pool_nc", &pool_no_cache},
-               {"pool_spin", &pool_spin}};
+  } paths[] = {{"raw_echo", &raw_echo},   {"raw_relay", &raw_relay}, {"direct", &direct},
+               {"pool", &pool},           {"pool_p0", &pool_strict}, {"pool_nc", &pool_no_cache},
+               {"pool_spin", &pool_spin}, {"pool_io1", &pool_io1}};
   for (const char* n : names) {
     if (std::none_of(std::begin(paths), std::end(paths),
                      [&](const Named& p) { return std::strcmp(p.name, n) == 0; })) {
@@ -475,7 +489,8 @@ int main(int argc, char** argv) {
       "pool: worker with 1 handler slot and prefetch %d, default result cache (every result "
       "kept, up to 256 MiB); pool_p0: prefetch 0 (the broker waits for each result before the "
       "next dispatch); pool_nc: result cache off; pool_spin: pool whose broker polls 50 us "
-      "before it sleeps after a wake that read messages (WorkPoolBrokerOptions::spin_us)\n\n",
+      "before it sleeps after a wake that read messages (WorkPoolBrokerOptions::spin_us); "
+      "pool_io1: pool whose broker has one ZeroMQ I/O thread (io_threads 1; default 2)\n\n",
       window - 1);
   std::printf(
       "cpu_us and ctx_sw: per round trip, all threads of this process (CPU time user+sys, "
