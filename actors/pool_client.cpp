@@ -284,22 +284,18 @@ void PoolClient::Impl::lead_once(Lock& lock, std::vector<Ready>& ready,
   leader_wakes_at_ = wakes_at;
   try {
     // What a send left unread first; when that brings anything in, this turn ends without a wait.
-    if (unread_ && take_in(ready) > 0) {
-      expire(now_unix_ms(), ready);
-      leader_active_ = false;
-      hand_on();
-      return;
+    if (!(unread_ && take_in(ready) > 0)) {
+      const int fd = broker_.get(zmq::sockopt::fd);
+      lock.unlock();
+      zmq::pollitem_t items[] = {{nullptr, fd, ZMQ_POLLIN, 0}, {nullptr, wake_fd_, ZMQ_POLLIN, 0}};
+      zmq::poll(items, 2, std::chrono::milliseconds(std::max<std::int64_t>(wakes_at - now, 0)));
+      if (items[1].revents & ZMQ_POLLIN) {
+        std::uint64_t count = 0;
+        (void)!read(wake_fd_, &count, sizeof count);
+      }
+      lock.lock();
+      take_in(ready);
     }
-    const int fd = broker_.get(zmq::sockopt::fd);
-    lock.unlock();
-    zmq::pollitem_t items[] = {{nullptr, fd, ZMQ_POLLIN, 0}, {nullptr, wake_fd_, ZMQ_POLLIN, 0}};
-    zmq::poll(items, 2, std::chrono::milliseconds(std::max<std::int64_t>(wakes_at - now, 0)));
-    if (items[1].revents & ZMQ_POLLIN) {
-      std::uint64_t count = 0;
-      (void)!read(wake_fd_, &count, sizeof count);
-    }
-    lock.lock();
-    take_in(ready);
   } catch (const zmq::error_t& e) {
     if (!lock.owns_lock()) lock.lock();
     if (e.num() != EINTR) log_error(zmq_failure("pool client loop", e));

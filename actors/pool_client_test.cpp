@@ -24,22 +24,37 @@ PoolRequest request(const std::string& id, const std::string& payload) {
   return r;
 }
 
+// A broker, one worker running `handler` and a client, all started (or the test stops).
+struct Pool {
+  std::unique_ptr<WorkPoolBroker> broker;
+  std::unique_ptr<PoolWorker> worker;
+  std::unique_ptr<PoolClient> client;
+};
+void start_pool(Pool& p, std::int64_t slots, std::int64_t prefetch, PoolHandler handler) {
+  (void)setup_logging({.level = "error"});
+  auto broker = WorkPoolBroker::start({});
+  ASSERT_TRUE(broker) << broker.error().to_string();
+  p.broker = std::move(*broker);
+  PoolWorkerOptions w;
+  w.broker_endpoint = p.broker->worker_endpoint();
+  w.slots = slots;
+  w.prefetch = prefetch;
+  auto worker = PoolWorker::start(w, std::move(handler));
+  ASSERT_TRUE(worker) << worker.error().to_string();
+  p.worker = std::move(*worker);
+  auto client = PoolClient::connect({.broker_endpoint = p.broker->client_endpoint()});
+  ASSERT_TRUE(client) << client.error().to_string();
+  p.client = std::move(*client);
+}
+
 // Covers: threads blocked in call() and threads using call_async() on one client at once, so the
 // watch over the socket passes between blocked callers and the io thread while replies arrive
 // for all of them. Every call gets its own reply, exactly once, and no reply is counted late.
 TEST(PoolClient, BlockedAndAsyncCallersShareOneSocket) {
-  (void)setup_logging({.level = "error"});
-  auto broker = WorkPoolBroker::start({});
-  ASSERT_TRUE(broker) << broker.error().to_string();
-  PoolWorkerOptions w;
-  w.broker_endpoint = (*broker)->worker_endpoint();
-  w.slots = 2;
-  w.prefetch = 4;
-  auto worker = PoolWorker::start(
-      w, [](const WorkItem& item) -> Expected<std::string> { return "echo:" + item.payload; });
-  ASSERT_TRUE(worker) << worker.error().to_string();
-  auto client = PoolClient::connect({.broker_endpoint = (*broker)->client_endpoint()});
-  ASSERT_TRUE(client) << client.error().to_string();
+  Pool pool;
+  ASSERT_NO_FATAL_FAILURE(start_pool(pool, 2, 4, [](const WorkItem& item) -> Expected<std::string> {
+    return "echo:" + item.payload;
+  }));
 
   constexpr int kThreads = 4, kCalls = 200;
   std::atomic<int> wrong{0};
@@ -49,12 +64,12 @@ TEST(PoolClient, BlockedAndAsyncCallersShareOneSocket) {
       for (int i = 0; i < kCalls; ++i) {
         const std::string id = "t" + std::to_string(t) + "-" + std::to_string(i);
         if (t % 2 == 0) {
-          auto out = (*client)->call(request(id, id));
+          auto out = pool.client->call(request(id, id));
           if (!out || *out != "echo:" + id) ++wrong;
         } else {
           std::promise<PoolOutcome> done;
-          (*client)->call_async(request(id, id),
-                                [&](PoolOutcome o) { done.set_value(std::move(o)); });
+          pool.client->call_async(request(id, id),
+                                  [&](PoolOutcome o) { done.set_value(std::move(o)); });
           PoolOutcome o = done.get_future().get();
           if (!o.result || *o.result != "echo:" + id) ++wrong;
         }
@@ -63,8 +78,8 @@ TEST(PoolClient, BlockedAndAsyncCallersShareOneSocket) {
   }
   for (auto& t : threads) t.join();
   EXPECT_EQ(wrong.load(), 0);
-  EXPECT_EQ((*client)->late_replies(), 0u);
-  auto stats = (*client)->stats();
+  EXPECT_EQ(pool.client->late_replies(), 0u);
+  auto stats = pool.client->stats();
   ASSERT_TRUE(stats) << stats.error().to_string();
   EXPECT_EQ(stats->completed, static_cast<std::uint64_t>(kThreads * kCalls));
 }
@@ -72,21 +87,13 @@ TEST(PoolClient, BlockedAndAsyncCallersShareOneSocket) {
 // Covers: a handler that takes the payload out of its WorkItem instead of copying it (the
 // worker recycles payload buffers; a moved-from one must not leak into the next request).
 TEST(PoolClient, AHandlerMayMoveThePayloadOut) {
-  (void)setup_logging({.level = "error"});
-  auto broker = WorkPoolBroker::start({});
-  ASSERT_TRUE(broker) << broker.error().to_string();
-  PoolWorkerOptions w;
-  w.broker_endpoint = (*broker)->worker_endpoint();
-  w.prefetch = 4;
-  auto worker = PoolWorker::start(
-      w, [](WorkItem& item) -> Expected<std::string> { return std::move(item.payload); });
-  ASSERT_TRUE(worker) << worker.error().to_string();
-  auto client = PoolClient::connect({.broker_endpoint = (*broker)->client_endpoint()});
-  ASSERT_TRUE(client) << client.error().to_string();
+  Pool pool;
+  ASSERT_NO_FATAL_FAILURE(start_pool(
+      pool, 1, 4, [](WorkItem& item) -> Expected<std::string> { return std::move(item.payload); }));
   for (int i = 0; i < 50; ++i) {
     const std::string payload(static_cast<std::size_t>(1 + i * 997),
                               static_cast<char>('a' + i % 26));
-    auto out = (*client)->call(request("move-" + std::to_string(i), payload));
+    auto out = pool.client->call(request("move-" + std::to_string(i), payload));
     ASSERT_TRUE(out) << out.error().to_string();
     EXPECT_EQ(*out, payload) << "request " << i;
   }
