@@ -10,7 +10,6 @@
 #include <map>
 #include <mutex>
 #include <thread>
-#include <unordered_map>
 
 #include "core/log.h"
 
@@ -115,7 +114,7 @@ class PoolClient::Impl {
   std::size_t blocked_ = 0;           // callers in wait() whose outcome is not in yet
   std::size_t async_waiting_ = 0;     // callbacks in pending_
   std::uint64_t late_replies_ = 0;
-  std::unordered_map<std::string, Pending> pending_;
+  StringMap<Pending> pending_;
   std::multimap<std::int64_t, std::string> deadlines_;
   std::deque<StatsWaiter> stats_waiters_;
   std::vector<zmq::message_t> parts_;

@@ -13,8 +13,6 @@
 #include <list>
 #include <optional>
 #include <string>
-#include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "actors/pool_transport.h"
@@ -80,7 +78,7 @@ class PoolDispatcher {
     WorkerId id;
     std::vector<std::string> tags;
     std::uint32_t slots = 1;
-    std::unordered_set<std::string> running;  // request ids, expired ones until their result
+    StringSet running;  // request ids, expired ones until their result
     SteadyTime registered_at;
     SteadyTime last_heard;
     bool heartbeat_seen = false;
@@ -98,7 +96,7 @@ class PoolDispatcher {
     std::list<std::string>::iterator lru;  // its place in cache_lru_
   };
 
-  using WorkerMap = std::unordered_map<std::string, Worker>;  // by routing id
+  using WorkerMap = StringMap<Worker>;  // by routing id
 
   static bool matches(const Worker& w, const std::vector<std::string>& tags);
   /// The least-recently-used worker with a free slot and every tag, or end().
@@ -121,14 +119,14 @@ class PoolDispatcher {
 
   const WorkPoolBrokerOptions options_;
   PoolOutbox& outbox_;
-  std::unordered_map<std::string, Request> requests_;  // queued or in flight, by request id
+  StringMap<Request> requests_;    // queued or in flight, by request id
   std::deque<std::string> queue_;  // ids of the queued requests, in dispatch order
   WorkerMap workers_;
-  std::unordered_map<std::string, std::string> peer_of_worker_id_;
-  std::unordered_map<std::string, Cached> cache_;
+  StringMap<std::string> peer_of_worker_id_;
+  StringMap<Cached> cache_;
   std::list<std::string> cache_lru_;  // least recently used (or stored) first
   std::uint64_t cache_bytes_ = 0;
-  std::unordered_set<std::string> expired_ids_;  // recently expired, to count late results
+  StringSet expired_ids_;  // recently expired, to count late results
   std::deque<std::string> expired_order_;
   std::uint64_t assign_seq_ = 0;
   PoolStats stats_;

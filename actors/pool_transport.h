@@ -14,6 +14,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "actors/curve_keys.h"
@@ -21,6 +23,18 @@
 #include "core/error.h"
 
 namespace cuda_agent {
+
+/// Hashes string keys (request ids, routing ids) on every lookup. With std::hash<std::string>,
+/// libstdc++ instead compares the key with every entry, one memcmp each, while a table holds 20
+/// or fewer, which is the size of the pool's in-flight tables; a hasher of its own turns that off.
+struct StringKeyHash {
+  std::size_t operator()(std::string_view key) const noexcept {
+    return std::hash<std::string_view>{}(key);
+  }
+};
+template <class Value>
+using StringMap = std::unordered_map<std::string, Value, StringKeyHash>;
+using StringSet = std::unordered_set<std::string, StringKeyHash>;
 
 /// CURVE keys of a connecting socket (pool client or worker). Both key pairs are Z85 text as
 /// read_curve_key_file (actors/curve_keys.h) returns them.
@@ -57,8 +71,9 @@ bool recv_multipart(zmq::socket_t& socket, std::vector<zmq::message_t>& parts,
 /// and CURVE user id where ZeroMQ knows them, and the ROUTER routing id in hex.
 std::string describe_peer(const zmq::message_t& routing_id, zmq::message_t& frame);
 
-/// A frame that owns `bytes` without copying them.
+/// A frame holding `bytes`: copied up to kCopyFrameBytes, owned without a copy above that.
 zmq::message_t take_frame(std::string&& bytes);
+inline constexpr std::size_t kCopyFrameBytes = 4096;
 inline std::string_view view(const zmq::message_t& m) {
   return std::string_view(static_cast<const char*>(m.data()), m.size());
 }

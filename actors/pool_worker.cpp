@@ -8,7 +8,6 @@
 #include <deque>
 #include <mutex>
 #include <thread>
-#include <unordered_set>
 
 #include "core/log.h"
 #include "messages/pool_codec.h"
@@ -83,7 +82,7 @@ class PoolWorker::Impl {
   std::condition_variable followers_;
   std::optional<zmq::socket_t> broker_;
   std::deque<WorkItem> jobs_;
-  std::unordered_set<std::string> held_;  // ids queued or running
+  StringSet held_;  // ids queued or running
   bool leader_active_ = false;
   bool stopping_ = false;
   std::int64_t running_ = 0;
