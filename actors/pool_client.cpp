@@ -54,8 +54,8 @@ class PoolClient::Impl {
   Status start();
   void close_client();
   /// Sends a request; `done` or `waiter` gets the outcome.
-  void submit(std::string id, std::int64_t deadline_unix_ms, zmq::message_t envelope,
-              zmq::message_t payload, PoolCallback done, std::shared_ptr<CallWaiter> waiter);
+  void submit(std::string id, std::int64_t deadline_unix_ms, PoolFrames frames, PoolCallback done,
+              std::shared_ptr<CallWaiter> waiter);
   void submit_stats(std::int64_t deadline_unix_ms, StatsCallback done);
   /// Blocks until `waiter` is done or `give_up_at`.
   bool wait(const std::shared_ptr<CallWaiter>& waiter, std::int64_t give_up_at_unix_ms);
@@ -159,9 +159,8 @@ void PoolClient::Impl::run(std::vector<Ready>& ready) {
   ready.clear();
 }
 
-void PoolClient::Impl::submit(std::string id, std::int64_t deadline_unix_ms,
-                              zmq::message_t envelope, zmq::message_t payload, PoolCallback done,
-                              std::shared_ptr<CallWaiter> waiter) {
+void PoolClient::Impl::submit(std::string id, std::int64_t deadline_unix_ms, PoolFrames frames,
+                              PoolCallback done, std::shared_ptr<CallWaiter> waiter) {
   std::vector<Ready> ready;
   {
     Lock lock(mutex_);
@@ -190,9 +189,13 @@ void PoolClient::Impl::submit(std::string id, std::int64_t deadline_unix_ms,
     } else {
       bool sent = false;
       try {
-        sent = static_cast<bool>(
-                   broker_.send(envelope, zmq::send_flags::sndmore | zmq::send_flags::dontwait)) &&
-               static_cast<bool>(broker_.send(payload, zmq::send_flags::dontwait));
+        if (frames.payload) {
+          sent = static_cast<bool>(broker_.send(
+                     frames.envelope, zmq::send_flags::sndmore | zmq::send_flags::dontwait)) &&
+                 static_cast<bool>(broker_.send(*frames.payload, zmq::send_flags::dontwait));
+        } else {
+          sent = static_cast<bool>(broker_.send(frames.envelope, zmq::send_flags::dontwait));
+        }
       } catch (const zmq::error_t& e) {
         log_error(zmq_failure("pool client send", e));
       }
@@ -359,17 +362,19 @@ void PoolClient::Impl::on_reply(std::vector<zmq::message_t>& parts, std::size_t 
                                 std::vector<Ready>& ready) {
   DecodeLimits limits;
   limits.max_bytes = static_cast<std::size_t>(options_.max_envelope_bytes);
-  auto m = decode_pool_message(view(parts[0]), limits);
+  auto frame = decode_pool_frame(view(parts[0]), limits);
+  PoolMessage* m = frame ? &frame->message : nullptr;
   if (m && std::holds_alternative<PoolStats>(*m) && !stats_waiters_.empty()) {
     ready.push_back(
         Ready{{}, std::move(stats_waiters_.front().done), {}, std::get<PoolStats>(std::move(*m))});
     stats_waiters_.pop_front();
     return;
   }
-  auto* reply = m ? std::get_if<PoolReply>(&*m) : nullptr;
+  auto* reply = m ? std::get_if<PoolReply>(m) : nullptr;
   if (!reply) {
-    log_warn("pool reply rejected", {{"broker", options_.broker_endpoint},
-                                     {"error", m ? "unexpected message" : m.error().to_string()}});
+    log_warn("pool reply rejected",
+             {{"broker", options_.broker_endpoint},
+              {"error", m ? "unexpected message" : frame.error().to_string()}});
     return;
   }
   const std::string& id = reply->request_id.value();
@@ -379,13 +384,14 @@ void PoolClient::Impl::on_reply(std::vector<zmq::message_t>& parts, std::size_t 
     return;
   }
   PoolOutcome outcome{reply->request_id, Error{}, reply->attempts, reply->worker_id};
+  zmq::message_t payload;
   if (reply->error) {
     outcome.result = *reply->error;
-  } else if (parts.size() != 2 || dropped != 0 || parts[1].size() != reply->payload_bytes) {
+  } else if (!take_payload(parts, 0, dropped, *frame, payload)) {
     outcome.result = make_error(ErrorCategory::kInternal, "wire.malformed",
-                                "reply without a payload frame of payloadBytes bytes");
+                                "reply without a payload of payloadBytes bytes");
   } else {
-    outcome.result = Expected<std::string>(std::in_place, std::string(view(parts[1])));
+    outcome.result = Expected<std::string>(std::in_place, std::string(view(payload)));
   }
   complete(id, std::move(outcome), ready);
 }
@@ -497,8 +503,9 @@ void PoolClient::call_async(PoolRequest request, PoolCallback done) {
   std::string id = request.header.request_id.value();
   const std::int64_t deadline = request.header.deadline_unix_ms;
   PoolSubmit submit{std::move(request.header), std::move(request.tags), request.payload.size()};
-  impl_->submit(std::move(id), deadline, take_frame(encode_pool(submit)),
-                take_frame(std::move(request.payload)), std::move(done), nullptr);
+  impl_->submit(std::move(id), deadline,
+                pool_frames(encode_pool(submit), std::move(request.payload)), std::move(done),
+                nullptr);
 }
 
 PoolOutcome PoolClient::call_with_details(PoolRequest request) {
@@ -508,8 +515,8 @@ PoolOutcome PoolClient::call_with_details(PoolRequest request) {
   const std::int64_t deadline = request.header.deadline_unix_ms;
   auto waiter = std::make_shared<CallWaiter>();
   PoolSubmit submit{std::move(request.header), std::move(request.tags), request.payload.size()};
-  impl_->submit(id.value(), deadline, take_frame(encode_pool(submit)),
-                take_frame(std::move(request.payload)), nullptr, waiter);
+  impl_->submit(id.value(), deadline, pool_frames(encode_pool(submit), std::move(request.payload)),
+                nullptr, waiter);
   // The watch answers by the deadline; the extra second only covers a stalled one.
   if (!impl_->wait(waiter, std::max(deadline, now_unix_ms()) + 1000)) {
     return PoolOutcome{id, deadline_error(id.value()), 0, WorkerId{}};

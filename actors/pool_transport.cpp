@@ -4,6 +4,7 @@
 #include <zmq.h>
 
 #include <cstdio>
+#include <cstring>
 #include <utility>
 
 namespace cuda_agent {
@@ -115,6 +116,54 @@ zmq::message_t share_frame(zmq::message_t& m) {
   zmq::message_t out;
   out.copy(m);
   return out;
+}
+
+namespace {
+
+// One frame holding the envelope with the payload after it, written once.
+zmq::message_t joined_frame(std::string_view envelope, std::string_view payload) {
+  zmq::message_t frame(envelope.size() + payload.size());
+  auto* out = static_cast<char*>(frame.data());
+  std::memcpy(out, envelope.data(), envelope.size());
+  if (!payload.empty()) std::memcpy(out + envelope.size(), payload.data(), payload.size());
+  return frame;
+}
+
+}  // namespace
+
+PoolFrames pool_frames(std::string envelope, std::string&& payload) {
+  if (payload.size() <= kPoolInlinePayloadBytes) {
+    return PoolFrames{joined_frame(envelope, payload), std::nullopt};
+  }
+  return PoolFrames{take_frame(std::move(envelope)), take_frame(std::move(payload))};
+}
+
+PoolFrames pool_frames(std::string envelope, zmq::message_t* payload) {
+  if (payload && payload->size() <= kPoolInlinePayloadBytes) {
+    return PoolFrames{joined_frame(envelope, view(*payload)), std::nullopt};
+  }
+  PoolFrames out{take_frame(std::move(envelope)), std::nullopt};
+  if (payload) out.payload = share_frame(*payload);
+  return out;
+}
+
+bool take_payload(std::vector<zmq::message_t>& parts, std::size_t first, std::size_t dropped,
+                  const PoolFrame& frame, zmq::message_t& payload) {
+  const bool wanted = has_payload_frame(frame.message);
+  const std::uint64_t bytes = payload_frame_bytes(frame.message);
+  if (dropped != 0) return false;
+  if (parts.size() == first + 1) {  // inline (or no payload)
+    if (!wanted) return true;
+    if (frame.trailing.size() != bytes) return false;
+    payload = zmq::message_t(frame.trailing.data(), frame.trailing.size());
+    return true;
+  }
+  if (parts.size() != first + 2 || !wanted || !frame.trailing.empty() ||
+      parts[first + 1].size() != bytes) {
+    return false;
+  }
+  payload = std::move(parts[first + 1]);
+  return true;
 }
 
 std::optional<std::uint64_t> LogLimiter::allow(SteadyTime now) {

@@ -21,6 +21,7 @@
 #include "actors/curve_keys.h"
 #include "core/clock.h"
 #include "core/error.h"
+#include "messages/pool_codec.h"
 
 namespace cuda_agent {
 
@@ -79,6 +80,24 @@ inline std::string_view view(const zmq::message_t& m) {
 }
 /// A frame sharing `m`'s content (reference-counted for large frames, no copy).
 zmq::message_t share_frame(zmq::message_t& m);
+
+/// A pool message's frames after any routing id: the envelope, with a payload of at most
+/// kPoolInlinePayloadBytes appended to it (messages/pool_codec.h), and a larger payload's own
+/// frame. The first form takes the payload by value; the second shares a received payload frame
+/// (null: the message has none).
+struct PoolFrames {
+  zmq::message_t envelope;
+  std::optional<zmq::message_t> payload;
+};
+PoolFrames pool_frames(std::string envelope, std::string&& payload);
+PoolFrames pool_frames(std::string envelope, zmq::message_t* payload);
+
+/// The payload of a received message whose envelope frame is parts[first], decoded as `frame`:
+/// the envelope frame's trailing bytes (copied) when it is the message's last frame, else the
+/// one frame after it. False when the frames do not match the envelope's payload size, or
+/// frames were dropped. A message that takes no payload leaves `payload` empty.
+bool take_payload(std::vector<zmq::message_t>& parts, std::size_t first, std::size_t dropped,
+                  const PoolFrame& frame, zmq::message_t& payload);
 
 /// Names the calling thread (at most 15 characters shown) for top -H, perf and /proc: the pool's
 /// threads are "pool-broker", "pool-worker" and "pool-client"; ZeroMQ's own are "ZMQbg/...".

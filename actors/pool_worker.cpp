@@ -259,20 +259,22 @@ void PoolWorker::Impl::take_in() {
 void PoolWorker::Impl::on_broker_message(std::vector<zmq::message_t>& parts, std::size_t dropped) {
   DecodeLimits limits;
   limits.max_bytes = static_cast<std::size_t>(options_.max_envelope_bytes);
-  auto m = decode_pool_message(view(parts[0]), limits);
+  auto frame = decode_pool_frame(view(parts[0]), limits);
+  PoolMessage* m = frame ? &frame->message : nullptr;
   Error problem;
+  zmq::message_t received;
   if (!m) {
-    problem = m.error();
+    problem = frame.error();
   } else if (std::holds_alternative<PoolReregister>(*m)) {
     announce();
     return;
   } else if (std::holds_alternative<PoolHeartbeat>(*m)) {
     return;
-  } else if (auto* work = std::get_if<PoolWork>(&*m)) {
-    if (parts.size() != 2 || dropped != 0 || parts[1].size() != work->payload_bytes ||
-        parts[1].size() > static_cast<std::size_t>(options_.max_payload_bytes)) {
+  } else if (auto* work = std::get_if<PoolWork>(m)) {
+    if (!take_payload(parts, 0, dropped, *frame, received) ||
+        received.size() > static_cast<std::size_t>(options_.max_payload_bytes)) {
       problem = make_error(ErrorCategory::kInvalidInput, "wire.malformed",
-                           "work without a payload frame of payloadBytes bytes");
+                           "work without a payload of payloadBytes bytes");
     } else {
       // Stopping: not taken; the broker re-queues it when the Disconnect arrives.
       if (stopping_) return;
@@ -282,7 +284,7 @@ void PoolWorker::Impl::on_broker_message(std::vector<zmq::message_t>& parts, std
         payload = std::move(spare_payloads_.back());
         spare_payloads_.pop_back();
       }
-      payload.assign(static_cast<const char*>(parts[1].data()), parts[1].size());
+      payload.assign(view(received));
       // The thread taking it in takes the first job; it wakes a follower for the rest only
       // while a slot is free (member_loop).
       jobs_.push_back(WorkItem{std::move(work->header), std::move(payload), work->attempt});
@@ -339,9 +341,11 @@ void PoolWorker::Impl::answer(const RequestId& id, Expected<std::string> result)
     return;
   }
   r.payload_bytes = result->size();
-  if (broker_->send(take_frame(encode_pool(r)),
-                    zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
-    (void)broker_->send(take_frame(std::move(*result)), zmq::send_flags::dontwait);
+  PoolFrames frames = pool_frames(encode_pool(r), std::move(*result));
+  if (!frames.payload) {
+    (void)broker_->send(frames.envelope, zmq::send_flags::dontwait);
+  } else if (broker_->send(frames.envelope, zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
+    (void)broker_->send(*frames.payload, zmq::send_flags::dontwait);
   }
 }
 

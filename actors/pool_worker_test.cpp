@@ -24,6 +24,7 @@ struct Received {
   std::string peer;
   PoolMessage message;
   std::string payload;
+  bool payload_inline = false;  // appended to the envelope frame (messages/pool_codec.h)
 };
 
 std::optional<Received> next(zmq::socket_t& router) {
@@ -34,10 +35,12 @@ std::optional<Received> next(zmq::socket_t& router) {
     zmq::pollitem_t item{router.handle(), 0, ZMQ_POLLIN, 0};
     zmq::poll(&item, 1, std::chrono::milliseconds(100));
     if (!recv_multipart(router, parts, 3, dropped) || parts.size() < 2) continue;
-    auto m = decode_pool_message(view(parts[1]));
-    if (!m) continue;
-    return Received{std::string(view(parts[0])), std::move(*m),
-                    parts.size() > 2 ? std::string(view(parts[2])) : std::string()};
+    auto frame = decode_pool_frame(view(parts[1]));
+    zmq::message_t payload;
+    if (!frame || !take_payload(parts, 1, dropped, *frame, payload)) continue;
+    const bool payload_inline = parts.size() == 2 && has_payload_frame(frame->message);
+    return Received{std::string(view(parts[0])), std::move(frame->message),
+                    std::string(view(payload)), payload_inline};
   }
   return std::nullopt;
 }
@@ -94,6 +97,7 @@ TEST(PoolWorker, HeartbeatsGoOnWhileTheOnlySlotIsBusy) {
       EXPECT_EQ(result->request_id.value(), "long-1");
       EXPECT_FALSE(result->error);
       EXPECT_EQ(m->payload, "done:x");
+      EXPECT_TRUE(m->payload_inline) << "a 6-byte result travels in its envelope frame";
       break;
     }
   }
@@ -143,8 +147,13 @@ TEST(PoolWorker, ABurstOfWorkFillsEveryFreeSlotAndNoMore) {
     header.run_id = RunId{"test"};
     header.deadline_unix_ms = now_unix_ms() + 60'000;
     (void)router.send(zmq::buffer(ready->peer), zmq::send_flags::sndmore);
-    (void)router.send(take_frame(encode_pool(PoolWork{header, 1, 1})), zmq::send_flags::sndmore);
-    (void)router.send(zmq::str_buffer("x"), zmq::send_flags::none);
+    if (i % 2) {  // both forms of a payload are read: in its own frame, and inline
+      (void)router.send(take_frame(encode_pool(PoolWork{header, 1, 1})), zmq::send_flags::sndmore);
+      (void)router.send(zmq::str_buffer("x"), zmq::send_flags::none);
+    } else {
+      (void)router.send(take_frame(encode_pool(PoolWork{header, 1, 1}) + "x"),
+                        zmq::send_flags::none);
+    }
   }
   int results = 0;
   while (results < kJobs) {

@@ -105,10 +105,15 @@ class DirectPath : public Path {
       zmq::pollitem_t item{router_.handle(), 0, ZMQ_POLLIN, 0};
       zmq::poll(&item, 1, std::chrono::milliseconds(-1));
       if (!recv_multipart(router_, parts, 3, dropped)) continue;
-      auto m = decode_pool_message(view(parts[1]));
-      if (m && std::holds_alternative<PoolReady>(*m)) return {std::string(view(parts[0])), ""};
-      if (m && std::holds_alternative<PoolResult>(*m) && parts.size() == 3) {
-        return {std::string(view(parts[0])), std::string(view(parts[2]))};
+      auto frame = decode_pool_frame(view(parts[1]));
+      if (!frame) continue;
+      if (std::holds_alternative<PoolReady>(frame->message)) {
+        return {std::string(view(parts[0])), ""};
+      }
+      zmq::message_t payload;
+      if (std::holds_alternative<PoolResult>(frame->message) &&
+          take_payload(parts, 1, dropped, *frame, payload)) {
+        return {std::string(view(parts[0])), std::string(view(payload))};
       }
     }
   }

@@ -60,11 +60,12 @@ class WorkPoolBroker::Impl : public PoolOutbox {
   void send(zmq::socket_t& socket, const std::string& peer, std::string envelope,
             zmq::message_t* payload) {
     (&socket == &clients_ ? clients_unread_ : workers_unread_) = true;  // see run()
+    PoolFrames frames = pool_frames(std::move(envelope), payload);
     // A ROUTER never blocks: a message to a gone or full peer is dropped.
     (void)socket.send(zmq::buffer(peer), zmq::send_flags::sndmore);
-    (void)socket.send(take_frame(std::move(envelope)),
-                      payload ? zmq::send_flags::sndmore : zmq::send_flags::none);
-    if (payload) (void)socket.send(share_frame(*payload), zmq::send_flags::none);
+    (void)socket.send(frames.envelope,
+                      frames.payload ? zmq::send_flags::sndmore : zmq::send_flags::none);
+    if (frames.payload) (void)socket.send(*frames.payload, zmq::send_flags::none);
   }
   PoolStats stats_now() const {
     PoolStats s = dispatcher_.stats();
@@ -265,12 +266,13 @@ void WorkPoolBroker::Impl::on_client_message(std::vector<zmq::message_t>& parts,
   if (parts.size() < 2) return reject(true, parts, {}, malformed("empty message"));
   DecodeLimits limits;
   limits.max_bytes = static_cast<std::size_t>(options_.max_envelope_bytes);
-  auto m = decode_pool_message(view(parts[1]), limits);
-  if (!m) return reject(true, parts, {}, m.error());
+  auto frame = decode_pool_frame(view(parts[1]), limits);
+  if (!frame) return reject(true, parts, {}, frame.error());
+  PoolMessage* m = &frame->message;
   if (std::holds_alternative<PoolStatsRequest>(*m) && parts.size() == 2) {
     return to_client(std::string(view(parts[0])), encode_pool(stats_now()), nullptr);
   }
-  auto* submit = std::get_if<PoolSubmit>(&*m);
+  auto* submit = std::get_if<PoolSubmit>(m);
   if (!submit) {
     return reject(true, parts, {},
                   make_error(ErrorCategory::kInvalidInput, "pool.unexpected_message",
@@ -283,20 +285,21 @@ void WorkPoolBroker::Impl::on_client_message(std::vector<zmq::message_t>& parts,
                   make_error(ErrorCategory::kInvalidInput, "pool.bad_request",
                              "a request needs a request id and a deadline (deadline_unix_ms > 0)"));
   }
-  if (parts.size() != 3 || dropped != 0 || parts[2].size() != submit->payload_bytes) {
+  zmq::message_t payload;
+  if (!take_payload(parts, 1, dropped, *frame, payload)) {
     return reject(true, parts, id,
-                  malformed("submit needs exactly one payload frame of payloadBytes (" +
-                            std::to_string(submit->payload_bytes) + ") bytes"));
+                  malformed("submit needs a payload of payloadBytes (" +
+                            std::to_string(submit->payload_bytes) +
+                            ") bytes, after its envelope or in one frame of its own"));
   }
-  if (parts[2].size() > static_cast<std::size_t>(options_.max_payload_bytes)) {
-    return reject(true, parts, id,
-                  make_error(ErrorCategory::kInvalidInput, "wire.too_large",
-                             "payload of " + std::to_string(parts[2].size()) +
-                                 " bytes exceeds the limit of " +
-                                 std::to_string(options_.max_payload_bytes)));
+  if (payload.size() > static_cast<std::size_t>(options_.max_payload_bytes)) {
+    return reject(
+        true, parts, id,
+        make_error(ErrorCategory::kInvalidInput, "wire.too_large",
+                   "payload of " + std::to_string(payload.size()) + " bytes exceeds the limit of " +
+                       std::to_string(options_.max_payload_bytes)));
   }
-  dispatcher_.on_submit(std::string(view(parts[0])), std::move(*submit), std::move(parts[2]),
-                        now());
+  dispatcher_.on_submit(std::string(view(parts[0])), std::move(*submit), std::move(payload), now());
 }
 
 void WorkPoolBroker::Impl::on_worker_message(std::vector<zmq::message_t>& parts,
@@ -307,18 +310,18 @@ void WorkPoolBroker::Impl::on_worker_message(std::vector<zmq::message_t>& parts,
   }
   DecodeLimits limits;
   limits.max_bytes = static_cast<std::size_t>(options_.max_envelope_bytes);
-  auto m = decode_pool_message(view(parts[1]), limits);
-  if (!m) return reject(false, parts, {}, m.error());
-  const std::size_t want_parts = has_payload_frame(*m) ? 3 : 2;
-  if (parts.size() != want_parts || dropped != 0 ||
-      (want_parts == 3 && parts[2].size() != payload_frame_bytes(*m))) {
+  auto frame = decode_pool_frame(view(parts[1]), limits);
+  if (!frame) return reject(false, parts, {}, frame.error());
+  PoolMessage* m = &frame->message;
+  zmq::message_t payload;
+  if (!take_payload(parts, 1, dropped, *frame, payload)) {
     return reject(false, parts, {},
                   make_error(ErrorCategory::kInvalidInput, "wire.malformed",
                              std::string(pool_message_name(*m)) + ": wrong payload framing"));
   }
   const std::string peer(view(parts[0]));
   const PoolNow clock = now();
-  if (auto* ready = std::get_if<PoolReady>(&*m)) {
+  if (auto* ready = std::get_if<PoolReady>(m)) {
     if (ready->worker_id.value().empty() || ready->slots == 0 ||
         ready->slots > static_cast<std::uint64_t>(options_.max_slots_per_worker)) {
       return reject(false, parts, {},
@@ -328,11 +331,10 @@ void WorkPoolBroker::Impl::on_worker_message(std::vector<zmq::message_t>& parts,
                                    std::to_string(ready->slots) + ")"));
     }
     dispatcher_.on_ready(peer, *ready, clock);
-  } else if (auto* hb = std::get_if<PoolHeartbeat>(&*m)) {
+  } else if (auto* hb = std::get_if<PoolHeartbeat>(m)) {
     dispatcher_.on_heartbeat(peer, *hb, clock);
-  } else if (auto* result = std::get_if<PoolResult>(&*m)) {
-    dispatcher_.on_result(peer, *result, want_parts == 3 ? std::move(parts[2]) : zmq::message_t(),
-                          clock);
+  } else if (auto* result = std::get_if<PoolResult>(m)) {
+    dispatcher_.on_result(peer, *result, std::move(payload), clock);
   } else if (std::holds_alternative<PoolDisconnect>(*m)) {
     dispatcher_.on_disconnect(peer, clock);
   } else {

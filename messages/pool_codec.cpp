@@ -352,4 +352,49 @@ Expected<PoolMessage> decode_pool_message(std::string_view bytes, const DecodeLi
   return capnp_io::read_root<wire::PoolEnvelope>(bytes, limits, "PoolEnvelope", read_envelope);
 }
 
+Expected<PoolFrame> decode_pool_frame(std::string_view frame, const DecodeLimits& limits) {
+  auto too_large = [](const std::string& what) {
+    return make_error(ErrorCategory::kInvalidInput, "wire.too_large", "PoolEnvelope: " + what);
+  };
+  if (frame.size() > limits.max_bytes + kPoolInlinePayloadBytes) {
+    return too_large("frame of " + std::to_string(frame.size()) +
+                     " bytes exceeds the envelope limit of " + std::to_string(limits.max_bytes) +
+                     " bytes and an inline payload's " + std::to_string(kPoolInlinePayloadBytes));
+  }
+  // The message's length comes from its segment table (capnp's standard framing): a word count
+  // per segment, after the segment count. A table that does not fit is left to the decoder, which
+  // reports it; sums are 64-bit, so no table overflows them.
+  std::size_t envelope_bytes = frame.size();
+  auto u32_at = [&](std::size_t offset) {
+    std::uint32_t v;
+    std::memcpy(&v, frame.data() + offset, sizeof v);
+    return std::uint64_t{v};
+  };
+  if (frame.size() >= sizeof(capnp::word)) {
+    const std::uint64_t segments = u32_at(0) + 1;
+    const std::uint64_t table_words = segments / 2 + 1;
+    if (segments <= 512 && table_words * sizeof(capnp::word) <= frame.size()) {
+      std::uint64_t words = table_words;
+      for (std::uint64_t i = 0; i < segments; ++i) words += u32_at(4 + 4 * i);
+      if (words * sizeof(capnp::word) <= frame.size()) {
+        envelope_bytes = static_cast<std::size_t>(words * sizeof(capnp::word));
+      }
+    }
+  }
+  auto m = decode_pool_message(frame.substr(0, envelope_bytes), limits);
+  if (!m) return m.error();
+  const std::string_view trailing = frame.substr(envelope_bytes);
+  if (trailing.size() > kPoolInlinePayloadBytes) {
+    return too_large("inline payload of " + std::to_string(trailing.size()) + " bytes exceeds " +
+                     std::to_string(kPoolInlinePayloadBytes) +
+                     "; a larger payload goes in a frame of its own");
+  }
+  if (!trailing.empty() && !has_payload_frame(*m)) {
+    return capnp_io::malformed("PoolEnvelope: " + std::to_string(trailing.size()) +
+                               " bytes after a " + std::string(pool_message_name(*m)) +
+                               " envelope, which takes no payload");
+  }
+  return PoolFrame{std::move(*m), trailing};
+}
+
 }  // namespace cuda_agent

@@ -2,7 +2,10 @@
 // broker, worker and client in actors/ (actors/work_pool_broker.h); nothing else needs them.
 //
 // A pool ZeroMQ message is one envelope frame, then one payload frame when the envelope says so
-// (`has_payload_frame`); the payload is opaque bytes and never passes through these codecs.
+// (`has_payload_frame`); the payload is opaque bytes and never passes through these codecs. A
+// payload of at most kPoolInlinePayloadBytes may instead follow the Cap'n Proto message inside
+// the envelope frame, which is then the message's only frame (`decode_pool_frame` splits it):
+// one frame fewer for every hop of a small request.
 //
 //   std::string frame = encode_pool(PoolHeartbeat{WorkerId{"w1"}, 7});
 //   Expected<PoolMessage> m = decode_pool_message(frame);
@@ -150,5 +153,23 @@ std::string encode_pool_message(const PoolMessage& m);
 
 /// Decodes one envelope frame. Errors as described at the top of this file.
 Expected<PoolMessage> decode_pool_message(std::string_view bytes, const DecodeLimits& limits = {});
+
+/// Senders append payloads up to this size to the envelope frame; larger ones get their own frame
+/// (sent without a copy). Readers accept either form; a larger inline payload is refused
+/// ("wire.too_large").
+inline constexpr std::size_t kPoolInlinePayloadBytes = 1024;
+
+/// An envelope frame split in two: the decoded envelope and the bytes after its Cap'n Proto
+/// message (a view into the frame: an inline payload, or empty).
+struct PoolFrame {
+  PoolMessage message;
+  std::string_view trailing;
+};
+
+/// Decodes an envelope frame that may carry an inline payload. `limits.max_bytes` bounds the
+/// envelope alone, kPoolInlinePayloadBytes the bytes after it. Bytes after a message that takes no
+/// payload are an error ("wire.malformed"); whether trailing bytes match the payload size is the
+/// caller's check (it knows the frames).
+Expected<PoolFrame> decode_pool_frame(std::string_view frame, const DecodeLimits& limits = {});
 
 }  // namespace cuda_agent

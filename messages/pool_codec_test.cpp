@@ -118,6 +118,42 @@ TEST(PoolCodec, RejectsOverLongIdsTooManyTagsAndOversizedFrames) {
   EXPECT_EQ(decode_pool_message("").error().code, "wire.malformed");
 }
 
+// Covers the two forms of a message with a payload: appended to the envelope frame (up to
+// kPoolInlinePayloadBytes) or in a frame of its own (the envelope frame alone).
+TEST(PoolCodec, FramesSplitAnInlinePayloadFromTheEnvelope) {
+  const std::string envelope = encode_pool(PoolSubmit{header(), {"cpu"}, 5});
+  auto inline_form = decode_pool_frame(envelope + "hello");
+  ASSERT_TRUE(inline_form) << inline_form.error().to_string();
+  EXPECT_EQ(inline_form->trailing, "hello");
+  EXPECT_EQ(std::get<PoolSubmit>(inline_form->message).payload_bytes, 5u);
+
+  auto alone = decode_pool_frame(envelope);
+  ASSERT_TRUE(alone);
+  EXPECT_TRUE(alone->trailing.empty());
+
+  // Bytes after a message that takes no payload, an inline payload over the limit, and an
+  // envelope cut short are refused with typed errors.
+  auto after_heartbeat = decode_pool_frame(encode_pool(PoolHeartbeat{WorkerId{"w"}, 1}) + "x");
+  ASSERT_FALSE(after_heartbeat);
+  EXPECT_EQ(after_heartbeat.error().code, "wire.malformed");
+  EXPECT_NE(after_heartbeat.error().message.find("heartbeat"), std::string::npos)
+      << after_heartbeat.error().message;
+  auto big = decode_pool_frame(envelope + std::string(kPoolInlinePayloadBytes + 1, 'p'));
+  ASSERT_FALSE(big);
+  EXPECT_EQ(big.error().code, "wire.too_large");
+  EXPECT_EQ(decode_pool_frame(envelope.substr(0, envelope.size() - 8)).error().code,
+            "wire.malformed");
+  DecodeLimits small;
+  small.max_bytes = 64;
+  EXPECT_EQ(
+      decode_pool_frame(std::string(64 + kPoolInlinePayloadBytes + 1, '\0'), small).error().code,
+      "wire.too_large");
+  // A segment table that claims more than the frame holds is left to the decoder to refuse.
+  std::string lying = envelope;
+  lying[4] = '\x7f';
+  EXPECT_FALSE(decode_pool_frame(lying));
+}
+
 // Property: 100,000 mutated or garbage frames decode to a value or a typed invalid_input error,
 // never a crash or an exception. Prints its seed; set CUDA_AGENT_TEST_SEED to replay.
 TEST(PoolCodec, MutatedFramesNeverCrash) {
@@ -161,6 +197,15 @@ TEST(PoolCodec, MutatedFramesNeverCrash) {
     } else {
       ++errors;
       ASSERT_EQ(m.error().category, ErrorCategory::kInvalidInput) << m.error().to_string();
+    }
+    // The same frame read as one that may carry an inline payload: its segment table is read
+    // before the decoder sees it, so it gets the same treatment.
+    auto split = decode_pool_frame(f);
+    if (split) {
+      ASSERT_LE(split->trailing.size(), kPoolInlinePayloadBytes);
+      ASSERT_TRUE(split->trailing.empty() || has_payload_frame(split->message));
+    } else {
+      ASSERT_EQ(split.error().category, ErrorCategory::kInvalidInput) << split.error().to_string();
     }
   }
   EXPECT_GT(errors, 0);

@@ -231,8 +231,12 @@ TEST_F(Fixture, BadFramesGetTypedErrorsAndTheBrokerKeepsServing) {
   EXPECT_EQ(code_of_reply({"garbage-bytes"}), "wire.malformed");
   EXPECT_EQ(code_of_reply({std::string(64, '\xff')}), "wire.malformed");
   EXPECT_EQ(code_of_reply({submit.substr(0, submit.size() - 8), "abc"}), "wire.malformed");
-  EXPECT_EQ(code_of_reply({submit}), "wire.malformed");          // payload frame missing
-  EXPECT_EQ(code_of_reply({submit, "abcd"}), "wire.malformed");  // payload size mismatch
+  EXPECT_EQ(code_of_reply({submit}), "wire.malformed");                 // payload frame missing
+  EXPECT_EQ(code_of_reply({submit, "abcd"}), "wire.malformed");         // payload size mismatch
+  EXPECT_EQ(code_of_reply({submit + "ab"}), "wire.malformed");          // inline payload too short
+  EXPECT_EQ(code_of_reply({submit + "abc", "abc"}), "wire.malformed");  // inline and a frame
+  // The same request with its payload inline is served (messages/pool_codec.h).
+  EXPECT_EQ(code_of_reply({encode_pool(PoolSubmit{header("inline-1"), {}, 3}) + "abc"}), "ok");
   EXPECT_EQ(code_of_reply({encode_pool(PoolReady{WorkerId{"x"}, {}, 1})}),
             "pool.unexpected_message");
   std::string newer = submit;
@@ -248,7 +252,7 @@ TEST_F(Fixture, BadFramesGetTypedErrorsAndTheBrokerKeepsServing) {
   raw_worker.send({"not a frame"});
   raw_worker.send({encode_pool(PoolSubmit{header("w"), {}, 1}), "x"});
   raw_worker.send({encode_pool(PoolReady{WorkerId{"greedy"}, {}, 1'000'000, {}})});
-  ASSERT_TRUE(eventually([&] { return stats_of(*broker).malformed_frames >= 13; }));
+  ASSERT_TRUE(eventually([&] { return stats_of(*broker).malformed_frames >= 15; }));
   EXPECT_EQ(stats_of(*broker).workers.size(), 1u);
 
   auto ok = client->call(request("after-bad", "fine"));

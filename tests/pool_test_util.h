@@ -147,8 +147,16 @@ class RawPeer {
       if (left.count() <= 0) return std::nullopt;
       auto frames = receive(left);
       if (frames.empty()) return std::nullopt;
-      auto m = decode_pool_message(frames[0]);
-      if (m && std::holds_alternative<T>(*m)) return std::make_pair(std::get<T>(*m), frames);
+      // An inline payload (messages/pool_codec.h) is split off, so that callers always see
+      // [envelope, payload] for a message that carries one.
+      auto f = decode_pool_frame(frames[0]);
+      if (!f || !std::holds_alternative<T>(f->message)) continue;
+      if (frames.size() == 1 && has_payload_frame(f->message)) {
+        std::string payload(f->trailing);
+        frames[0].resize(frames[0].size() - payload.size());
+        frames.push_back(std::move(payload));
+      }
+      return std::make_pair(std::get<T>(std::move(f->message)), frames);
     }
   }
   zmq::socket_t& socket() { return socket_; }
