@@ -94,7 +94,9 @@ struct Reading {
   }
 };
 
-Expected<PoolMessage> read_envelope(wire::PoolEnvelope::Reader r) {
+// Fills `out` in place: each moved std::variant of the pool's messages cost a visit, and a
+// decode used to move its message three times on the broker's path.
+Status read_envelope(wire::PoolEnvelope::Reader r, PoolMessage& out) {
   const auto version = r.getFormatVersion();
   if (version == 0 || version > wire::FORMAT_VERSION) {
     return make_error(ErrorCategory::kInvalidInput, "wire.version",
@@ -102,20 +104,18 @@ Expected<PoolMessage> read_envelope(wire::PoolEnvelope::Reader r) {
                           " (this build reads 1.." + std::to_string(wire::FORMAT_VERSION) + ")");
   }
   Reading in;
-  PoolMessage out;
   switch (r.which()) {
     case wire::PoolEnvelope::SUBMIT: {
       auto s = r.getSubmit();
-      PoolSubmit m;
+      auto& m = out.emplace<PoolSubmit>();
       m.header = in.header(s.getHeader());
       m.tags = in.texts(s.getTags(), "tag");
       m.payload_bytes = s.getPayloadBytes();
-      out = std::move(m);
       break;
     }
     case wire::PoolEnvelope::REPLY: {
       auto s = r.getReply();
-      PoolReply m;
+      auto& m = out.emplace<PoolReply>();
       m.request_id = RequestId{in.text(s.getRequestId(), "request id", kPoolMaxTextBytes)};
       if (s.which() == wire::PoolReply::ERROR) {
         m.error = in.error(s.getError());
@@ -124,17 +124,15 @@ Expected<PoolMessage> read_envelope(wire::PoolEnvelope::Reader r) {
       }
       m.attempts = s.getAttempts();
       m.worker_id = WorkerId{in.text(s.getWorkerId(), "worker id", kPoolMaxTextBytes)};
-      out = std::move(m);
       break;
     }
     case wire::PoolEnvelope::READY: {
       auto s = r.getReady();
-      PoolReady m;
+      auto& m = out.emplace<PoolReady>();
       m.worker_id = WorkerId{in.text(s.getWorkerId(), "worker id", kPoolMaxTextBytes)};
       m.tags = in.texts(s.getTags(), "tag");
       m.slots = s.getSlots();
       m.running = in.texts(s.getRunning(), "running id", kPoolMaxRunning);
-      out = std::move(m);
       break;
     }
     case wire::PoolEnvelope::HEARTBEAT: {
@@ -145,23 +143,21 @@ Expected<PoolMessage> read_envelope(wire::PoolEnvelope::Reader r) {
     }
     case wire::PoolEnvelope::RESULT: {
       auto s = r.getResult();
-      PoolResult m;
+      auto& m = out.emplace<PoolResult>();
       m.request_id = RequestId{in.text(s.getRequestId(), "request id", kPoolMaxTextBytes)};
       if (s.which() == wire::PoolResult::ERROR) {
         m.error = in.error(s.getError());
       } else {
         m.payload_bytes = s.getPayloadBytes();
       }
-      out = std::move(m);
       break;
     }
     case wire::PoolEnvelope::WORK: {
       auto s = r.getWork();
-      PoolWork m;
+      auto& m = out.emplace<PoolWork>();
       m.header = in.header(s.getHeader());
       m.payload_bytes = s.getPayloadBytes();
       m.attempt = s.getAttempt();
-      out = std::move(m);
       break;
     }
     case wire::PoolEnvelope::REREGISTER: out = PoolReregister{}; break;
@@ -172,7 +168,7 @@ Expected<PoolMessage> read_envelope(wire::PoolEnvelope::Reader r) {
     case wire::PoolEnvelope::STATS_REQUEST: out = PoolStatsRequest{}; break;
     case wire::PoolEnvelope::STATS: {
       auto s = r.getStats();
-      PoolStats m;
+      auto& m = out.emplace<PoolStats>();
       m.queue_depth = s.getQueueDepth();
       m.in_flight = s.getInFlight();
       auto workers = s.getWorkers();
@@ -194,7 +190,6 @@ Expected<PoolMessage> read_envelope(wire::PoolEnvelope::Reader r) {
       m.unknown_results = s.getUnknownResults();
       m.wakes = s.getWakes();
       m.messages_read = s.getMessagesRead();
-      out = std::move(m);
       break;
     }
     default:
@@ -206,7 +201,7 @@ Expected<PoolMessage> read_envelope(wire::PoolEnvelope::Reader r) {
     return capnp_io::malformed("PoolEnvelope " + std::string(pool_message_name(out)) + ": " +
                                in.problem);
   }
-  return out;
+  return Status::ok();
 }
 
 }  // namespace
@@ -349,7 +344,12 @@ std::string encode_pool_message(const PoolMessage& m) {
 }
 
 Expected<PoolMessage> decode_pool_message(std::string_view bytes, const DecodeLimits& limits) {
-  return capnp_io::read_root<wire::PoolEnvelope>(bytes, limits, "PoolEnvelope", read_envelope);
+  Expected<PoolMessage> out(std::in_place, PoolMessage{});
+  Status read = capnp_io::read_root<wire::PoolEnvelope>(
+      bytes, limits, "PoolEnvelope",
+      [&](wire::PoolEnvelope::Reader r) { return read_envelope(r, *out); });
+  if (!read) return read.error();
+  return out;
 }
 
 Expected<PoolFrame> decode_pool_frame(std::string_view frame, const DecodeLimits& limits) {
@@ -381,20 +381,25 @@ Expected<PoolFrame> decode_pool_frame(std::string_view frame, const DecodeLimits
       }
     }
   }
-  auto m = decode_pool_message(frame.substr(0, envelope_bytes), limits);
-  if (!m) return m.error();
+  Expected<PoolFrame> out(std::in_place, PoolFrame{});
+  Status read = capnp_io::read_root<wire::PoolEnvelope>(
+      frame.substr(0, envelope_bytes), limits, "PoolEnvelope",
+      [&](wire::PoolEnvelope::Reader r) { return read_envelope(r, out->message); });
+  if (!read) return read.error();
+  const PoolMessage& m = out->message;
   const std::string_view trailing = frame.substr(envelope_bytes);
   if (trailing.size() > kPoolInlinePayloadBytes) {
     return too_large("inline payload of " + std::to_string(trailing.size()) + " bytes exceeds " +
                      std::to_string(kPoolInlinePayloadBytes) +
                      "; a larger payload goes in a frame of its own");
   }
-  if (!trailing.empty() && !has_payload_frame(*m)) {
+  if (!trailing.empty() && !has_payload_frame(m)) {
     return capnp_io::malformed("PoolEnvelope: " + std::to_string(trailing.size()) +
-                               " bytes after a " + std::string(pool_message_name(*m)) +
+                               " bytes after a " + std::string(pool_message_name(m)) +
                                " envelope, which takes no payload");
   }
-  return PoolFrame{std::move(*m), trailing};
+  out->trailing = trailing;
+  return out;
 }
 
 }  // namespace cuda_agent
