@@ -189,13 +189,7 @@ void PoolClient::Impl::submit(std::string id, std::int64_t deadline_unix_ms, Poo
     } else {
       bool sent = false;
       try {
-        if (frames.payload) {
-          sent = static_cast<bool>(broker_.send(
-                     frames.envelope, zmq::send_flags::sndmore | zmq::send_flags::dontwait)) &&
-                 static_cast<bool>(broker_.send(*frames.payload, zmq::send_flags::dontwait));
-        } else {
-          sent = static_cast<bool>(broker_.send(frames.envelope, zmq::send_flags::dontwait));
-        }
+        sent = send_frames(broker_, frames, zmq::send_flags::dontwait);
       } catch (const zmq::error_t& e) {
         log_error(zmq_failure("pool client send", e));
       }

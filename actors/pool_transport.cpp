@@ -147,6 +147,12 @@ PoolFrames pool_frames(std::string envelope, zmq::message_t* payload) {
   return out;
 }
 
+bool send_frames(zmq::socket_t& socket, PoolFrames& frames, zmq::send_flags flags) {
+  const auto more = frames.payload ? zmq::send_flags::sndmore : zmq::send_flags::none;
+  if (!socket.send(frames.envelope, flags | more)) return false;
+  return !frames.payload || static_cast<bool>(socket.send(*frames.payload, flags));
+}
+
 bool take_payload(std::vector<zmq::message_t>& parts, std::size_t first, std::size_t dropped,
                   const PoolFrame& frame, zmq::message_t& payload) {
   const bool wanted = has_payload_frame(frame.message);

@@ -91,6 +91,10 @@ struct PoolFrames {
 };
 PoolFrames pool_frames(std::string envelope, std::string&& payload);
 PoolFrames pool_frames(std::string envelope, zmq::message_t* payload);
+/// Sends `frames` as the rest of one message (a ROUTER sends the routing id first, with
+/// sndmore); `flags` adds e.g. dontwait. False when ZeroMQ did not take them all.
+bool send_frames(zmq::socket_t& socket, PoolFrames& frames,
+                 zmq::send_flags flags = zmq::send_flags::none);
 
 /// The payload of a received message whose envelope frame is parts[first], decoded as `frame`:
 /// the envelope frame's trailing bytes (copied) when it is the message's last frame, else the

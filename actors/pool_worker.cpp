@@ -342,11 +342,7 @@ void PoolWorker::Impl::answer(const RequestId& id, Expected<std::string> result)
   }
   r.payload_bytes = result->size();
   PoolFrames frames = pool_frames(encode_pool(r), std::move(*result));
-  if (!frames.payload) {
-    (void)broker_->send(frames.envelope, zmq::send_flags::dontwait);
-  } else if (broker_->send(frames.envelope, zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
-    (void)broker_->send(*frames.payload, zmq::send_flags::dontwait);
-  }
+  (void)send_frames(*broker_, frames, zmq::send_flags::dontwait);
 }
 
 void PoolWorker::Impl::stop() {

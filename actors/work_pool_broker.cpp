@@ -63,9 +63,7 @@ class WorkPoolBroker::Impl : public PoolOutbox {
     PoolFrames frames = pool_frames(std::move(envelope), payload);
     // A ROUTER never blocks: a message to a gone or full peer is dropped.
     (void)socket.send(zmq::buffer(peer), zmq::send_flags::sndmore);
-    (void)socket.send(frames.envelope,
-                      frames.payload ? zmq::send_flags::sndmore : zmq::send_flags::none);
-    if (frames.payload) (void)socket.send(*frames.payload, zmq::send_flags::none);
+    (void)send_frames(socket, frames);
   }
   PoolStats stats_now() const {
     PoolStats s = dispatcher_.stats();
