@@ -13,7 +13,8 @@
 //   pool_spin  pool whose broker polls for 50 us before it sleeps after a busy wake (spin_us)
 //   pool_io1   pool whose broker context has one ZeroMQ I/O thread instead of two
 // Round trip: one request at a time, p50 and p99 of N. Throughput: a window of W outstanding
-// requests, requests per second over M. Broker overhead = p50(pool) - p50(direct).
+// requests, requests per second over M (--requests, default 10,000; 400 at 1 MiB). Broker
+// overhead = p50(pool) - p50(direct).
 #include <sys/resource.h>
 #include <zmq.hpp>
 
@@ -27,6 +28,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
 #include <thread>
 
 #include "actors/pool_client.h"
@@ -378,38 +380,46 @@ std::string pattern(std::size_t n) {
 }  // namespace
 }  // namespace cuda_agent
 
+// `--name=N` with N a whole number in [lo, hi]; prints what it wants and returns nullopt if not.
+std::optional<long> count_option(const char* arg, std::size_t prefix, long lo, long hi,
+                                 const char* what, const char* usage) {
+  char* end = nullptr;
+  const long v = std::strtol(arg + prefix, &end, 10);
+  if (end == arg + prefix || *end != '\0' || v < lo || v > hi) {
+    std::fprintf(stderr, "bench_wire: %.*s wants %s, %ld to %ld, got '%s'\n%s",
+                 static_cast<int>(prefix - 1), arg, what, lo, hi, arg + prefix, usage);
+    return std::nullopt;
+  }
+  return v;
+}
+
 int main(int argc, char** argv) {
   using namespace cuda_agent;
   // `bench_wire [--rounds=R] [path...]`: `bench_wire pool direct` times only those paths (all
   // by default); R interleaved rounds per path and payload, median reported (default 1).
   int rounds = 1;
   int window = 16;
+  int requests = 10'000;  // per throughput run below 1 MiB; 1 MiB payloads use 400
   std::vector<const char*> names;
   std::vector<std::size_t> sizes = {64, 4096, 1 << 20};
   const char* usage =
-      "usage: bench_wire [--rounds=R] [--sizes=64,4096,1048576] [--window=16] "
+      "usage: bench_wire [--rounds=R] [--sizes=64,4096,1048576] [--window=16] [--requests=10000] "
       "[raw_echo|raw_relay|direct|pool|pool_p0|pool_nc|pool_spin|pool_io1 ...]\n";
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--rounds=", 9) == 0) {
-      char* end = nullptr;
-      const long r = std::strtol(argv[i] + 9, &end, 10);
-      if (end == argv[i] + 9 || *end != '\0' || r < 1 || r > 1000) {
-        std::fprintf(stderr, "bench_wire: --rounds wants a count from 1 to 1000, got '%s'\n%s",
-                     argv[i] + 9, usage);
-        return 2;
-      }
-      rounds = static_cast<int>(r);
+      auto r = count_option(argv[i], 9, 1, 1000, "a count of rounds", usage);
+      if (!r) return 2;
+      rounds = static_cast<int>(*r);
     } else if (std::strncmp(argv[i], "--window=", 9) == 0) {
-      char* end = nullptr;
-      const long w = std::strtol(argv[i] + 9, &end, 10);
-      if (end == argv[i] + 9 || *end != '\0' || w < 1 || w > 1024) {
-        std::fprintf(stderr,
-                     "bench_wire: --window wants the requests outstanding in the throughput run, "
-                     "1 to 1024, got '%s'\n%s",
-                     argv[i] + 9, usage);
-        return 2;
-      }
-      window = static_cast<int>(w);
+      auto w = count_option(argv[i], 9, 1, 1024, "the requests outstanding in the throughput run",
+                            usage);
+      if (!w) return 2;
+      window = static_cast<int>(*w);
+    } else if (std::strncmp(argv[i], "--requests=", 11) == 0) {
+      auto m = count_option(argv[i], 11, 100, 10'000'000,
+                            "the requests of each throughput run below 1 MiB", usage);
+      if (!m) return 2;
+      requests = static_cast<int>(*m);
     } else if (std::strncmp(argv[i], "--sizes=", 8) == 0) {
       sizes.clear();
       for (const char* p = argv[i] + 8; *p;) {
@@ -487,9 +497,9 @@ int main(int argc, char** argv) {
                                                    : "glibc's default (mallopt refused)");
   std::printf(
       "round trip: one request at a time (p50/p99 of N after N/10 warm-up); throughput: "
-      "%d outstanding, M requests; each pool with a result cache timed with it full (its "
-      "steady state)\n",
-      window);
+      "%d outstanding, M = %d requests (400 at 1 MiB); each pool with a result cache timed "
+      "with it full (its steady state)\n",
+      window, requests);
   std::printf(
       "pool: worker with 1 handler slot and prefetch %d, default result cache (every result "
       "kept, up to 256 MiB); pool_p0: prefetch 0 (the broker waits for each result before the "
@@ -507,7 +517,7 @@ int main(int argc, char** argv) {
   for (std::size_t size : sizes) {
     const std::string payload = pattern(size);
     const int n = size >= (1u << 20) ? 200 : 2000;
-    const int m = size >= (1u << 20) ? 400 : 10000;
+    const int m = size >= (1u << 20) ? 400 : requests;
     std::vector<Figures> runs[std::size(paths)];
     for (auto& p : paths)
       if (wanted(p.name)) p.path->reach_steady_state(payload, window);
