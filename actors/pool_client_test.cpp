@@ -8,6 +8,7 @@
 #include <future>
 #include <thread>
 
+#include "actors/pool_transport.h"
 #include "actors/pool_worker.h"
 #include "actors/work_pool_broker.h"
 #include "core/log.h"
@@ -97,6 +98,28 @@ TEST(PoolClient, AHandlerMayMoveThePayloadOut) {
     ASSERT_TRUE(out) << out.error().to_string();
     EXPECT_EQ(*out, payload) << "request " << i;
   }
+}
+
+// Covers: payloads on both sides of the inline limit (messages/pool_codec.h), on every hop: the
+// request and the result travel appended to their envelope up to kPoolInlinePayloadBytes and in a
+// frame of their own above it, and a repeated id gets the broker's cached copy of either form.
+TEST(PoolClient, PayloadsOnEitherSideOfTheInlineLimitArriveWhole) {
+  Pool pool;
+  ASSERT_NO_FATAL_FAILURE(start_pool(
+      pool, 1, 0, [](WorkItem& item) -> Expected<std::string> { return std::move(item.payload); }));
+  const std::size_t limit = kPoolInlinePayloadBytes;
+  for (std::size_t size : {std::size_t{0}, std::size_t{1}, limit - 1, limit, limit + 1,
+                           kCopyFrameBytes, kCopyFrameBytes + 1, std::size_t{1} << 16}) {
+    std::string payload(size, '\0');
+    for (std::size_t i = 0; i < size; ++i) payload[i] = static_cast<char>(i * 131 + size);
+    const std::string id = "edge-" + std::to_string(size);
+    for (int repeat = 0; repeat < 2; ++repeat) {  // the second answer comes from the cache
+      auto out = pool.client->call(request(id, payload));
+      ASSERT_TRUE(out) << size << " bytes: " << out.error().to_string();
+      EXPECT_EQ(*out, payload) << size << " bytes, call " << repeat;
+    }
+  }
+  EXPECT_EQ(pool.worker->handled(), 8u) << "each id ran once";
 }
 
 // Covers: the client closing while a thread is blocked in call() on a request nobody answers
