@@ -13,7 +13,7 @@
 //   pool_spin  pool whose broker polls for 50 us before it sleeps after a busy wake (spin_us)
 //   pool_io1   pool whose broker context has one ZeroMQ I/O thread instead of two
 // Round trip: one request at a time, p50 and p99 of N. Throughput: a window of W outstanding
-// requests, requests per second over M (--requests, default 10,000; 400 at 1 MiB). Broker
+// requests, requests per second over M (--requests, default 50,000; 400 at 1 MiB). Broker
 // overhead = p50(pool) - p50(direct).
 #include <sys/resource.h>
 #include <zmq.hpp>
@@ -399,11 +399,11 @@ int main(int argc, char** argv) {
   // by default); R interleaved rounds per path and payload, median reported (default 1).
   int rounds = 1;
   int window = 16;
-  int requests = 10'000;  // per throughput run below 1 MiB; 1 MiB payloads use 400
+  int requests = 50'000;  // per throughput run below 1 MiB; 1 MiB payloads use 400
   std::vector<const char*> names;
   std::vector<std::size_t> sizes = {64, 4096, 1 << 20};
   const char* usage =
-      "usage: bench_wire [--rounds=R] [--sizes=64,4096,1048576] [--window=16] [--requests=10000] "
+      "usage: bench_wire [--rounds=R] [--sizes=64,4096,1048576] [--window=16] [--requests=50000] "
       "[raw_echo|raw_relay|direct|pool|pool_p0|pool_nc|pool_spin|pool_io1 ...]\n";
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--rounds=", 9) == 0) {
