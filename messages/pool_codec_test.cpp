@@ -122,7 +122,8 @@ TEST(PoolCodec, RejectsOverLongIdsTooManyTagsAndOversizedFrames) {
 // kPoolInlinePayloadBytes) or in a frame of its own (the envelope frame alone).
 TEST(PoolCodec, FramesSplitAnInlinePayloadFromTheEnvelope) {
   const std::string envelope = encode_pool(PoolSubmit{header(), {"cpu"}, 5});
-  auto inline_form = decode_pool_frame(envelope + "hello");
+  const std::string framed = envelope + "hello";  // `trailing` is a view into the frame
+  auto inline_form = decode_pool_frame(framed);
   ASSERT_TRUE(inline_form) << inline_form.error().to_string();
   EXPECT_EQ(inline_form->trailing, "hello");
   EXPECT_EQ(std::get<PoolSubmit>(inline_form->message).payload_bytes, 5u);
