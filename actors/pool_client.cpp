@@ -378,14 +378,13 @@ void PoolClient::Impl::on_reply(std::vector<zmq::message_t>& parts, std::size_t 
     return;
   }
   PoolOutcome outcome{reply->request_id, Error{}, reply->attempts, reply->worker_id};
-  zmq::message_t payload;
   if (reply->error) {
     outcome.result = *reply->error;
-  } else if (!take_payload(parts, 0, dropped, *frame, payload)) {
+  } else if (auto payload = payload_of(parts, 0, dropped, *frame)) {
+    outcome.result = Expected<std::string>(std::in_place, std::string(*payload));
+  } else {
     outcome.result = make_error(ErrorCategory::kInternal, "wire.malformed",
                                 "reply without a payload of payloadBytes bytes");
-  } else {
-    outcome.result = Expected<std::string>(std::in_place, std::string(view(payload)));
   }
   complete(id, std::move(outcome), ready);
 }

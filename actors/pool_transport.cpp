@@ -153,22 +153,32 @@ bool send_frames(zmq::socket_t& socket, PoolFrames& frames, zmq::send_flags flag
   return !frames.payload || static_cast<bool>(socket.send(*frames.payload, flags));
 }
 
-bool take_payload(std::vector<zmq::message_t>& parts, std::size_t first, std::size_t dropped,
-                  const PoolFrame& frame, zmq::message_t& payload) {
+std::optional<std::string_view> payload_of(const std::vector<zmq::message_t>& parts,
+                                           std::size_t first, std::size_t dropped,
+                                           const PoolFrame& frame) {
   const bool wanted = has_payload_frame(frame.message);
   const std::uint64_t bytes = payload_frame_bytes(frame.message);
-  if (dropped != 0) return false;
+  if (dropped != 0) return std::nullopt;
   if (parts.size() == first + 1) {  // inline (or no payload)
-    if (!wanted) return true;
-    if (frame.trailing.size() != bytes) return false;
-    payload = zmq::message_t(frame.trailing.data(), frame.trailing.size());
-    return true;
+    if (wanted && frame.trailing.size() != bytes) return std::nullopt;
+    return frame.trailing;
   }
   if (parts.size() != first + 2 || !wanted || !frame.trailing.empty() ||
       parts[first + 1].size() != bytes) {
-    return false;
+    return std::nullopt;
   }
-  payload = std::move(parts[first + 1]);
+  return view(parts[first + 1]);
+}
+
+bool take_payload(std::vector<zmq::message_t>& parts, std::size_t first, std::size_t dropped,
+                  const PoolFrame& frame, zmq::message_t& payload) {
+  const auto bytes = payload_of(parts, first, dropped, frame);
+  if (!bytes) return false;
+  if (parts.size() == first + 2) {
+    payload = std::move(parts[first + 1]);
+  } else if (!bytes->empty()) {
+    payload = zmq::message_t(bytes->data(), bytes->size());
+  }
   return true;
 }
 

@@ -96,10 +96,15 @@ PoolFrames pool_frames(std::string envelope, zmq::message_t* payload);
 bool send_frames(zmq::socket_t& socket, PoolFrames& frames,
                  zmq::send_flags flags = zmq::send_flags::none);
 
-/// The payload of a received message whose envelope frame is parts[first], decoded as `frame`:
-/// the envelope frame's trailing bytes (copied) when it is the message's last frame, else the
-/// one frame after it. False when the frames do not match the envelope's payload size, or
-/// frames were dropped. A message that takes no payload leaves `payload` empty.
+/// The payload bytes of a received message whose envelope frame is parts[first], decoded as
+/// `frame`: the envelope frame's trailing bytes when it is the message's last frame, else the one
+/// frame after it (a view into `parts`; empty for a message that takes no payload). nullopt when
+/// the frames do not match the envelope's payload size, or frames were dropped.
+std::optional<std::string_view> payload_of(const std::vector<zmq::message_t>& parts,
+                                           std::size_t first, std::size_t dropped,
+                                           const PoolFrame& frame);
+/// The same payload as a frame to keep (the broker): the payload frame itself, or a copy of an
+/// inline payload. False where payload_of gives nullopt.
 bool take_payload(std::vector<zmq::message_t>& parts, std::size_t first, std::size_t dropped,
                   const PoolFrame& frame, zmq::message_t& payload);
 

@@ -262,7 +262,6 @@ void PoolWorker::Impl::on_broker_message(std::vector<zmq::message_t>& parts, std
   auto frame = decode_pool_frame(view(parts[0]), limits);
   PoolMessage* m = frame ? &frame->message : nullptr;
   Error problem;
-  zmq::message_t received;
   if (!m) {
     problem = frame.error();
   } else if (std::holds_alternative<PoolReregister>(*m)) {
@@ -271,8 +270,8 @@ void PoolWorker::Impl::on_broker_message(std::vector<zmq::message_t>& parts, std
   } else if (std::holds_alternative<PoolHeartbeat>(*m)) {
     return;
   } else if (auto* work = std::get_if<PoolWork>(m)) {
-    if (!take_payload(parts, 0, dropped, *frame, received) ||
-        received.size() > static_cast<std::size_t>(options_.max_payload_bytes)) {
+    const auto received = payload_of(parts, 0, dropped, *frame);
+    if (!received || received->size() > static_cast<std::size_t>(options_.max_payload_bytes)) {
       problem = make_error(ErrorCategory::kInvalidInput, "wire.malformed",
                            "work without a payload of payloadBytes bytes");
     } else {
@@ -284,7 +283,7 @@ void PoolWorker::Impl::on_broker_message(std::vector<zmq::message_t>& parts, std
         payload = std::move(spare_payloads_.back());
         spare_payloads_.pop_back();
       }
-      payload.assign(view(received));
+      payload.assign(*received);
       // The thread taking it in takes the first job; it wakes a follower for the rest only
       // while a slot is free (member_loop).
       jobs_.push_back(WorkItem{std::move(work->header), std::move(payload), work->attempt});

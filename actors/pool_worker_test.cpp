@@ -36,11 +36,12 @@ std::optional<Received> next(zmq::socket_t& router) {
     zmq::poll(&item, 1, std::chrono::milliseconds(100));
     if (!recv_multipart(router, parts, 3, dropped) || parts.size() < 2) continue;
     auto frame = decode_pool_frame(view(parts[1]));
-    zmq::message_t payload;
-    if (!frame || !take_payload(parts, 1, dropped, *frame, payload)) continue;
+    if (!frame) continue;
+    const auto payload = payload_of(parts, 1, dropped, *frame);
+    if (!payload) continue;
     const bool payload_inline = parts.size() == 2 && has_payload_frame(frame->message);
-    return Received{std::string(view(parts[0])), std::move(frame->message),
-                    std::string(view(payload)), payload_inline};
+    return Received{std::string(view(parts[0])), std::move(frame->message), std::string(*payload),
+                    payload_inline};
   }
   return std::nullopt;
 }

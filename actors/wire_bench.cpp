@@ -112,10 +112,9 @@ class DirectPath : public Path {
       if (std::holds_alternative<PoolReady>(frame->message)) {
         return {std::string(view(parts[0])), ""};
       }
-      zmq::message_t payload;
-      if (std::holds_alternative<PoolResult>(frame->message) &&
-          take_payload(parts, 1, dropped, *frame, payload)) {
-        return {std::string(view(parts[0])), std::string(view(payload))};
+      if (!std::holds_alternative<PoolResult>(frame->message)) continue;
+      if (auto payload = payload_of(parts, 1, dropped, *frame)) {
+        return {std::string(view(parts[0])), std::string(*payload)};
       }
     }
   }
