@@ -343,12 +343,38 @@ std::string encode_pool_message(const PoolMessage& m) {
   return std::visit([](const auto& v) { return encode_pool(v); }, m);
 }
 
+namespace {
+
+Status read_pool(std::string_view bytes, const DecodeLimits& limits, PoolMessage& out) {
+  return capnp_io::read_root<wire::PoolEnvelope>(
+      bytes, limits, "PoolEnvelope",
+      [&](wire::PoolEnvelope::Reader r) { return read_envelope(r, out); });
+}
+
+// The length of the Cap'n Proto message at the start of `frame`, from its segment table
+// (capnp::expectedSizeInWordsFromPrefix, on an aligned copy of the table: frames need not be
+// 8-byte aligned); the whole frame when the table does not fit in it, which the decoder reports.
+std::size_t envelope_bytes(std::string_view frame) {
+  constexpr std::size_t kMaxSegments = 512;
+  if (frame.size() < sizeof(capnp::word)) return frame.size();
+  std::uint32_t last_segment;
+  std::memcpy(&last_segment, frame.data(), sizeof last_segment);
+  const std::uint64_t segments = std::uint64_t{last_segment} + 1;
+  const std::size_t table_words = static_cast<std::size_t>(segments / 2 + 1);
+  if (segments > kMaxSegments || table_words * sizeof(capnp::word) > frame.size()) {
+    return frame.size();
+  }
+  capnp::word table[kMaxSegments / 2 + 1];
+  std::memcpy(table, frame.data(), table_words * sizeof(capnp::word));
+  const std::size_t words = capnp::expectedSizeInWordsFromPrefix(kj::arrayPtr(table, table_words));
+  return words * sizeof(capnp::word) <= frame.size() ? words * sizeof(capnp::word) : frame.size();
+}
+
+}  // namespace
+
 Expected<PoolMessage> decode_pool_message(std::string_view bytes, const DecodeLimits& limits) {
   Expected<PoolMessage> out(std::in_place, PoolMessage{});
-  Status read = capnp_io::read_root<wire::PoolEnvelope>(
-      bytes, limits, "PoolEnvelope",
-      [&](wire::PoolEnvelope::Reader r) { return read_envelope(r, *out); });
-  if (!read) return read.error();
+  if (Status read = read_pool(bytes, limits, *out); !read) return read.error();
   return out;
 }
 
@@ -361,33 +387,13 @@ Expected<PoolFrame> decode_pool_frame(std::string_view frame, const DecodeLimits
                      " bytes exceeds the envelope limit of " + std::to_string(limits.max_bytes) +
                      " bytes and an inline payload's " + std::to_string(kPoolInlinePayloadBytes));
   }
-  // The message's length comes from its segment table (capnp's standard framing): a word count
-  // per segment, after the segment count. A table that does not fit is left to the decoder, which
-  // reports it; sums are 64-bit, so no table overflows them.
-  std::size_t envelope_bytes = frame.size();
-  auto u32_at = [&](std::size_t offset) {
-    std::uint32_t v;
-    std::memcpy(&v, frame.data() + offset, sizeof v);
-    return std::uint64_t{v};
-  };
-  if (frame.size() >= sizeof(capnp::word)) {
-    const std::uint64_t segments = u32_at(0) + 1;
-    const std::uint64_t table_words = segments / 2 + 1;
-    if (segments <= 512 && table_words * sizeof(capnp::word) <= frame.size()) {
-      std::uint64_t words = table_words;
-      for (std::uint64_t i = 0; i < segments; ++i) words += u32_at(4 + 4 * i);
-      if (words * sizeof(capnp::word) <= frame.size()) {
-        envelope_bytes = static_cast<std::size_t>(words * sizeof(capnp::word));
-      }
-    }
-  }
+  const std::size_t split = envelope_bytes(frame);
   Expected<PoolFrame> out(std::in_place, PoolFrame{});
-  Status read = capnp_io::read_root<wire::PoolEnvelope>(
-      frame.substr(0, envelope_bytes), limits, "PoolEnvelope",
-      [&](wire::PoolEnvelope::Reader r) { return read_envelope(r, out->message); });
-  if (!read) return read.error();
+  if (Status read = read_pool(frame.substr(0, split), limits, out->message); !read) {
+    return read.error();
+  }
   const PoolMessage& m = out->message;
-  const std::string_view trailing = frame.substr(envelope_bytes);
+  const std::string_view trailing = frame.substr(split);
   if (trailing.size() > kPoolInlinePayloadBytes) {
     return too_large("inline payload of " + std::to_string(trailing.size()) + " bytes exceeds " +
                      std::to_string(kPoolInlinePayloadBytes) +
