@@ -10,6 +10,13 @@ namespace {
 constexpr std::size_t kLatencySamples = 1024;
 constexpr std::size_t kExpiredRemembered = 4096;
 
+// A result payload for the cache to keep (see on_result): a frame of its own, copied, where
+// the payload came in its own (received) frame.
+zmq::message_t keep_frame(zmq::message_t& payload) {
+  if (payload.size() <= kPoolInlinePayloadBytes) return share_frame(payload);
+  return zmq::message_t(payload.data(), payload.size());
+}
+
 Error deadline_error(const std::string& id, const char* where) {
   return make_error(ErrorCategory::kTimeout, "pool.deadline_expired",
                     "request " + id + " passed its deadline " + where);
@@ -217,9 +224,14 @@ void PoolDispatcher::on_result(const std::string& peer, const PoolResult& result
     ++stats_.completed;
     // The request may also be running on another worker (re-queued after this one was
     // dropped): the first result wins; the other worker's slot frees when its result comes.
-    Cached cached{result.error, share_frame(payload), r->second.attempts, by, {}};
+    const std::uint32_t attempts = r->second.attempts;
     finish(id, result.error, result.error ? nullptr : &payload, by);
-    remember(id, std::move(cached));
+    // The reply is on its way (sent, sharing `payload`); the cache then keeps its own copy of a
+    // payload that had its own frame. Kept as a shared frame, it pinned its receive buffer until
+    // evicted, so every large receive wrote memory last touched a whole cache ago (1 MiB:
+    // ~100 us on the reply's path); the copy costs the broker thread that write after the
+    // reply has left. An inline payload's frame is already the broker's own (take_payload).
+    remember(id, Cached{result.error, keep_frame(payload), attempts, by, {}});
   }
   if (was_running) fill(peer, now);
 }
