@@ -54,7 +54,7 @@ void start_pool(Pool& p, std::int64_t slots, std::int64_t prefetch, PoolHandler 
 TEST(PoolClient, BlockedAndAsyncCallersShareOneSocket) {
   Pool pool;
   ASSERT_NO_FATAL_FAILURE(start_pool(pool, 2, 4, [](const WorkItem& item) -> Expected<std::string> {
-    return "echo:" + item.payload;
+    return "echo:" + item.payload.str();
   }));
 
   constexpr int kThreads = 4, kCalls = 200;
@@ -85,12 +85,13 @@ TEST(PoolClient, BlockedAndAsyncCallersShareOneSocket) {
   EXPECT_EQ(stats->completed, static_cast<std::uint64_t>(kThreads * kCalls));
 }
 
-// Covers: a handler that takes the payload out of its WorkItem instead of copying it (the
-// worker recycles payload buffers; a moved-from one must not leak into the next request).
+// Covers: a handler that returns the payload it got, moved out of its WorkItem: the worker
+// sends the received bytes back out (a frame of their own above the inline limit, no copy); a
+// moved-from payload must not leak into the next request.
 TEST(PoolClient, AHandlerMayMoveThePayloadOut) {
   Pool pool;
   ASSERT_NO_FATAL_FAILURE(start_pool(
-      pool, 1, 4, [](WorkItem& item) -> Expected<std::string> { return std::move(item.payload); }));
+      pool, 1, 4, [](WorkItem& item) -> Expected<PoolBytes> { return std::move(item.payload); }));
   for (int i = 0; i < 50; ++i) {
     const std::string payload(static_cast<std::size_t>(1 + i * 997),
                               static_cast<char>('a' + i % 26));
@@ -106,7 +107,7 @@ TEST(PoolClient, AHandlerMayMoveThePayloadOut) {
 TEST(PoolClient, PayloadsOnEitherSideOfTheInlineLimitArriveWhole) {
   Pool pool;
   ASSERT_NO_FATAL_FAILURE(start_pool(
-      pool, 1, 0, [](WorkItem& item) -> Expected<std::string> { return std::move(item.payload); }));
+      pool, 1, 0, [](WorkItem& item) -> Expected<PoolBytes> { return std::move(item.payload); }));
   const std::size_t limit = kPoolInlinePayloadBytes;
   for (std::size_t size : {std::size_t{0}, std::size_t{1}, limit - 1, limit, limit + 1,
                            kCopyFrameBytes, kCopyFrameBytes + 1, std::size_t{1} << 16}) {

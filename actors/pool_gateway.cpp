@@ -78,7 +78,12 @@ pool_channel::behavior_type local_pool_channel(pool_channel::stateful_pointer<Lo
         WorkItem item{request.header, std::move(request.payload), 1};
         PoolOutcome outcome{request.header.request_id, Error{}, 1, options.worker_id};
         try {
-          outcome.result = handler(item);
+          Expected<PoolBytes> result = handler(item);
+          if (result) {
+            outcome.result = std::move(*result).take();
+          } else {
+            outcome.result = result.error();
+          }
         } catch (const std::exception& e) {
           outcome.result = make_error(ErrorCategory::kInternal, "pool.handler_threw", e.what());
         }

@@ -147,6 +147,11 @@ PoolFrames pool_frames(std::string envelope, zmq::message_t* payload) {
   return out;
 }
 
+PoolFrames pool_frames(std::string envelope, PoolBytes&& payload) {
+  if (zmq::message_t* frame = payload.frame()) return pool_frames(std::move(envelope), frame);
+  return pool_frames(std::move(envelope), std::move(payload).take());
+}
+
 bool send_frames(zmq::socket_t& socket, PoolFrames& frames, zmq::send_flags flags) {
   const auto more = frames.payload ? zmq::send_flags::sndmore : zmq::send_flags::none;
   if (!socket.send(frames.envelope, flags | more)) return false;

@@ -16,6 +16,7 @@
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "actors/curve_keys.h"
@@ -81,6 +82,35 @@ inline std::string_view view(const zmq::message_t& m) {
 /// A frame sharing `m`'s content (reference-counted for large frames, no copy).
 zmq::message_t share_frame(zmq::message_t& m);
 
+/// Payload bytes in one of two homes: a std::string, or a received frame read in place. A worker
+/// hands its handler a received payload this way, and sends a handler's result that is such a
+/// frame back out as it is, so a large payload crosses the worker without a copy (as raw
+/// ZeroMQ's echo does). Made implicitly from a std::string.
+class PoolBytes {
+ public:
+  PoolBytes() = default;
+  PoolBytes(std::string bytes) : string_(std::move(bytes)) {}  // NOLINT: implicit by design
+  explicit PoolBytes(zmq::message_t frame) : frame_(std::move(frame)), in_frame_(true) {}
+
+  std::string_view view() const {
+    return in_frame_ ? cuda_agent::view(frame_) : std::string_view(string_);
+  }
+  operator std::string_view() const { return view(); }  // NOLINT: implicit by design
+  std::size_t size() const { return view().size(); }
+  bool empty() const { return size() == 0; }
+  /// A copy of the bytes.
+  std::string str() const { return std::string(view()); }
+  /// The bytes as a string: moved out of a string, copied out of a frame.
+  std::string take() && { return in_frame_ ? str() : std::move(string_); }
+  /// The frame holding the bytes, or null when they are a string.
+  zmq::message_t* frame() { return in_frame_ ? &frame_ : nullptr; }
+
+ private:
+  std::string string_;
+  zmq::message_t frame_;
+  bool in_frame_ = false;
+};
+
 /// A pool message's frames after any routing id: the envelope, with a payload of at most
 /// kPoolInlinePayloadBytes appended to it (messages/pool_codec.h), and a larger payload's own
 /// frame. The first form takes the payload by value; the second shares a received payload frame
@@ -91,6 +121,8 @@ struct PoolFrames {
 };
 PoolFrames pool_frames(std::string envelope, std::string&& payload);
 PoolFrames pool_frames(std::string envelope, zmq::message_t* payload);
+/// Either of the above, as `payload` holds its bytes.
+PoolFrames pool_frames(std::string envelope, PoolBytes&& payload);
 /// Sends `frames` as the rest of one message (a ROUTER sends the routing id first, with
 /// sndmore); `flags` adds e.g. dontwait. False when ZeroMQ did not take them all.
 bool send_frames(zmq::socket_t& socket, PoolFrames& frames,

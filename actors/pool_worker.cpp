@@ -55,7 +55,7 @@ class PoolWorker::Impl {
   void member_loop();
   /// Leads until there is work for a free slot or the worker stops; returns with the lock held.
   void lead(std::unique_lock<std::mutex>& lock);
-  Expected<std::string> run(WorkItem& item);
+  Expected<PoolBytes> run(WorkItem& item);
   Status connect();
   void send_envelope(std::string envelope);
   /// Sends Ready with the ids this worker holds.
@@ -63,12 +63,8 @@ class PoolWorker::Impl {
   /// Takes in every readable message (mutex_ held).
   void take_in();
   void on_broker_message(std::vector<zmq::message_t>& parts, std::size_t dropped);
-  void answer(const RequestId& id, Expected<std::string> result);
+  void answer(const RequestId& id, Expected<PoolBytes> result);
   void wake_leader();
-  /// Keeps a finished request's payload buffer for the next one (mutex_ held): a 1 MiB payload
-  /// then reuses pages already faulted in instead of leaving glibc a pair of large chunks to
-  /// trim off the arena, which the next request would fault in again.
-  void recycle(std::string&& buffer);
 
   const PoolHandler handler_;
   LogLimiter limiter_;
@@ -87,7 +83,6 @@ class PoolWorker::Impl {
   bool stopping_ = false;
   std::int64_t running_ = 0;
   std::vector<zmq::message_t> parts_;
-  std::vector<std::string> spare_payloads_;  // see recycle()
   SteadyTime last_from_broker_;
   SteadyTime next_heartbeat_;
   std::uint64_t heartbeat_seq_ = 0;
@@ -172,7 +167,7 @@ void PoolWorker::Impl::member_loop() {
       // timed wait) and queued jobs for the next free slot, which saves a wake-up per request.
       if (running_ < options_.slots && (!leader_active_ || !jobs_.empty())) followers_.notify_one();
       lock.unlock();
-      Expected<std::string> result = run(item);
+      Expected<PoolBytes> result = run(item);
       lock.lock();
       try {
         answer(item.header.request_id, std::move(result));
@@ -184,7 +179,6 @@ void PoolWorker::Impl::member_loop() {
         log_error(zmq_failure("pool worker result", e));
       }
       held_.erase(item.header.request_id.value());
-      recycle(std::move(item.payload));
       if (--running_ == 0 && stopping_) wake_leader();
       continue;
     }
@@ -270,23 +264,20 @@ void PoolWorker::Impl::on_broker_message(std::vector<zmq::message_t>& parts, std
   } else if (std::holds_alternative<PoolHeartbeat>(*m)) {
     return;
   } else if (auto* work = std::get_if<PoolWork>(m)) {
-    const auto received = payload_of(parts, 0, dropped, *frame);
-    if (!received || received->size() > static_cast<std::size_t>(options_.max_payload_bytes)) {
+    // The payload's own frame (a large one is not copied) or a copy of an inline payload.
+    zmq::message_t received;
+    if (!take_payload(parts, 0, dropped, *frame, received) ||
+        received.size() > static_cast<std::size_t>(options_.max_payload_bytes)) {
       problem = make_error(ErrorCategory::kInvalidInput, "wire.malformed",
                            "work without a payload of payloadBytes bytes");
     } else {
       // Stopping: not taken; the broker re-queues it when the Disconnect arrives.
       if (stopping_) return;
       held_.insert(work->header.request_id.value());
-      std::string payload;
-      if (!spare_payloads_.empty()) {
-        payload = std::move(spare_payloads_.back());
-        spare_payloads_.pop_back();
-      }
-      payload.assign(*received);
       // The thread taking it in takes the first job; it wakes a follower for the rest only
       // while a slot is free (member_loop).
-      jobs_.push_back(WorkItem{std::move(work->header), std::move(payload), work->attempt});
+      jobs_.push_back(
+          WorkItem{std::move(work->header), PoolBytes(std::move(received)), work->attempt});
       return;
     }
   } else {
@@ -301,22 +292,13 @@ void PoolWorker::Impl::on_broker_message(std::vector<zmq::message_t>& parts, std
   }
 }
 
-void PoolWorker::Impl::recycle(std::string&& buffer) {
-  constexpr std::size_t kLargestKeptBytes = 8 << 20;
-  if (buffer.capacity() > kLargestKeptBytes ||
-      spare_payloads_.size() >= static_cast<std::size_t>(options_.slots + options_.prefetch)) {
-    return;
-  }
-  spare_payloads_.push_back(std::move(buffer));
-}
-
-Expected<std::string> PoolWorker::Impl::run(WorkItem& item) {
+Expected<PoolBytes> PoolWorker::Impl::run(WorkItem& item) {
   if (now_unix_ms() >= item.header.deadline_unix_ms) {
     return make_error(ErrorCategory::kTimeout, "pool.deadline_expired",
                       "request " + item.header.request_id.value() +
                           " passed its deadline before its handler started");
   }
-  Expected<std::string> result =
+  Expected<PoolBytes> result =
       make_error(ErrorCategory::kInternal, "pool.handler_threw", "not run");
   try {
     result = handler_(item);
@@ -329,7 +311,7 @@ Expected<std::string> PoolWorker::Impl::run(WorkItem& item) {
   return result;
 }
 
-void PoolWorker::Impl::answer(const RequestId& id, Expected<std::string> result) {
+void PoolWorker::Impl::answer(const RequestId& id, Expected<PoolBytes> result) {
   // Never blocks while holding the mutex: past the high-water mark (broker unreachable for a
   // long time) the result is dropped; the broker re-queues the request when it drops the worker.
   PoolResult r;

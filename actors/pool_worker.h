@@ -36,15 +36,17 @@ namespace cuda_agent {
 
 /// One request as a worker's handler sees it.
 struct WorkItem {
-  RequestHeader header;       ///< request id, run, policy version, deadline
-  std::string payload;        ///< the client's payload bytes, as submitted
+  RequestHeader header;  ///< request id, run, policy version, deadline
+  /// The client's payload bytes, as submitted: read in place where ZeroMQ received them (view(),
+  /// or a std::string_view by conversion), no copy.
+  PoolBytes payload;
   std::uint32_t attempt = 1;  ///< 1 on first delivery; higher after a worker was lost
 };
 
-/// Runs one request; returns the result payload or a typed error for the client. The item is the
-/// handler's to change: one that returns or keeps the payload may move it out instead of copying
-/// (a handler taking `const WorkItem&` works too).
-using PoolHandler = std::function<Expected<std::string>(WorkItem&)>;
+/// Runs one request; returns the result payload or a typed error for the client. A handler may
+/// return a std::string (or an Expected<std::string>); one that returns the payload it got, moved
+/// out of the item, sends it back without a copy. A handler taking `const WorkItem&` works too.
+using PoolHandler = std::function<Expected<PoolBytes>(WorkItem&)>;
 
 struct PoolWorkerOptions {
   /// The broker's worker endpoint, e.g. "tcp://coordinator:5552". Required.

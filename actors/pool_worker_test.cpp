@@ -67,7 +67,7 @@ TEST(PoolWorker, HeartbeatsGoOnWhileTheOnlySlotIsBusy) {
   auto worker = PoolWorker::start(options, [&](const WorkItem& item) -> Expected<std::string> {
     started.set_value();
     released.wait();
-    return "done:" + item.payload;
+    return "done:" + item.payload.str();
   });
   ASSERT_TRUE(worker) << worker.error().to_string();
 

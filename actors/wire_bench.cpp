@@ -48,7 +48,7 @@ using Clock = std::chrono::steady_clock;
 
 PoolHandler echo_handler() {
   // Returns the received bytes without a copy, as the raw echo threads send the received frame.
-  return [](WorkItem& item) -> Expected<std::string> { return std::move(item.payload); };
+  return [](WorkItem& item) -> Expected<PoolBytes> { return std::move(item.payload); };
 }
 
 RequestHeader next_header(const char* path) {

@@ -46,6 +46,19 @@ struct Error {
 
 Error make_error(ErrorCategory category, std::string code, std::string message);
 
+template <class T>
+class Expected;
+
+namespace detail {
+template <class A, class B>
+inline constexpr bool is_same_bare_v =
+    std::is_same_v<std::remove_cv_t<std::remove_reference_t<A>>, B>;
+template <class A>
+inline constexpr bool is_expected_v = false;
+template <class T>
+inline constexpr bool is_expected_v<Expected<T>> = true;
+}  // namespace detail
+
 /// A value or an Error. Deliberately small: `has_value`, `operator bool`, `value`, `error`, `*`,
 /// `->`. Accessing the wrong side is a programming error and aborts.
 template <class T>
@@ -57,6 +70,21 @@ class [[nodiscard]] Expected {
   Expected(Error error) : v_(std::in_place_index<1>, std::move(error)) {}  // NOLINT
   /// The value constructor for every T, Expected<Error> included (a decoded wire error).
   Expected(std::in_place_t, T value) : v_(std::in_place_index<0>, std::move(value)) {}
+  /// A value of a type that converts to T implicitly, as std::expected allows: an
+  /// Expected<PoolBytes> from a std::string.
+  template <class U, std::enable_if_t<
+                         std::is_convertible_v<U&&, T> && !detail::is_same_bare_v<U, T> &&
+                             !detail::is_same_bare_v<U, Error> &&
+                             !detail::is_expected_v<std::remove_cv_t<std::remove_reference_t<U>>>,
+                         int> = 0>
+  Expected(U&& value) : v_(std::in_place_index<0>, std::forward<U>(value)) {}  // NOLINT: implicit
+  /// An Expected whose value type converts to T implicitly: a handler returning
+  /// Expected<std::string> where an Expected<PoolBytes> is wanted.
+  template <class U, std::enable_if_t<!std::is_same_v<U, T> && std::is_convertible_v<U&&, T>,
+                                      int> = 0>
+  Expected(Expected<U>&& other)  // NOLINT: implicit
+      : v_(other ? std::variant<T, Error>(std::in_place_index<0>, std::move(*other))
+                 : std::variant<T, Error>(std::in_place_index<1>, other.error())) {}
 
   bool has_value() const { return v_.index() == 0; }
   explicit operator bool() const { return has_value(); }

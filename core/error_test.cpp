@@ -41,6 +41,32 @@ TEST(Error, ExpectedCarriesValueOrError) {
   EXPECT_EQ(check(0).error().category, ErrorCategory::kInvalidInput);
 }
 
+// A type a std::string converts to implicitly, as the pool's PoolBytes.
+struct Wrapped {
+  Wrapped(std::string s) : text(std::move(s)) {}  // NOLINT: implicit, as under test
+  std::string text;
+};
+
+Expected<std::string> named(bool ok) {
+  if (!ok) return make_error(ErrorCategory::kNotFound, "test.absent", "no name");
+  return std::string("kernel");
+}
+
+TEST(Error, ExpectedConvertsFromValuesAndExpectedsOfConvertibleTypes) {
+  Expected<Wrapped> from_value = std::string("a");
+  ASSERT_TRUE(from_value);
+  EXPECT_EQ(from_value->text, "a");
+  Expected<Wrapped> from_expected = named(true);
+  ASSERT_TRUE(from_expected);
+  EXPECT_EQ(from_expected->text, "kernel");
+  Expected<Wrapped> from_error = named(false);
+  ASSERT_FALSE(from_error);
+  EXPECT_EQ(from_error.error().code, "test.absent");
+  // Not implicitly convertible (std::string's constructor from a string_view is explicit).
+  static_assert(!std::is_convertible_v<Expected<std::string_view>, Expected<std::string>>);
+  static_assert(!std::is_convertible_v<Expected<int>, Expected<Error>>);
+}
+
 TEST(Error, EveryCategoryHasAStableName) {
   EXPECT_EQ(to_string(ErrorCategory::kInvalidInput), "invalid_input");
   EXPECT_EQ(to_string(ErrorCategory::kNotFound), "not_found");

@@ -35,7 +35,7 @@ struct Fixture : ::testing::Test {
 };
 
 PoolHandler echo() {
-  return [](const WorkItem& item) -> Expected<std::string> { return "echo:" + item.payload; };
+  return [](const WorkItem& item) -> Expected<std::string> { return "echo:" + item.payload.str(); };
 }
 
 TEST_F(Fixture, RequestRoundTripsThroughBrokerAndWorker) {
@@ -115,7 +115,7 @@ TEST_F(Fixture, SameRequestDeliveredTwiceRunsTheHandlerOnce) {
   auto w = worker("w", {}, [&](const WorkItem& item) -> Expected<std::string> {
     ++runs;
     release.wait();
-    return "done:" + item.payload;
+    return "done:" + item.payload.str();
   });
   auto other = PoolClient::connect({.broker_endpoint = broker->client_endpoint()});
   ASSERT_TRUE(other);
@@ -162,7 +162,7 @@ TEST_F(Fixture, ResultAfterTheDeadlineIsDroppedAndCounted) {
   Gate caller_gave_up;
   auto w = worker("slow", {}, [&](const WorkItem& item) -> Expected<std::string> {
     if (++runs == 1) caller_gave_up.wait();  // returns only after the caller's deadline
-    return "late:" + item.payload;
+    return "late:" + item.payload.str();
   });
   ASSERT_TRUE(has_workers(*broker, 1));
   auto out = client->call(request("slow-1", "x", {}, 150));
@@ -202,7 +202,7 @@ TEST(PoolBroker, WorkerJoinsWhileTheQueueIsFull) {
                              [&](const WorkItem& item) -> Expected<std::string> {
                                std::lock_guard lock(order_mutex);
                                order.push_back(item.header.request_id.value());
-                               return item.payload;
+                               return item.payload.str();
                              });
   ASSERT_TRUE(w);
   for (int i = 0; i < 3; ++i) {

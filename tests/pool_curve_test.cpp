@@ -47,7 +47,7 @@ TEST(PoolCurve, OnlyAllowedKeysGetService) {
   std::atomic<int> runs{0};
   auto handler = [&](const WorkItem& item) -> Expected<std::string> {
     ++runs;
-    return "secret:" + item.payload;
+    return "secret:" + item.payload.str();
   };
   auto worker_options = fast_worker(*broker, "trusted");
   worker_options.curve = CurveClientKeys{server_public, client};

@@ -18,7 +18,7 @@ using namespace pool_test;
 PoolHandler echo(std::atomic<int>* runs = nullptr) {
   return [runs](const WorkItem& item) -> Expected<std::string> {
     if (runs) ++*runs;
-    return "echo:" + item.payload;
+    return "echo:" + item.payload.str();
   };
 }
 
@@ -198,7 +198,7 @@ TEST(PoolFailover, BrokerRestartsWhileWorkersAreConnected) {
   auto blocking = must(PoolWorker::start(fast_worker(*broker, "w-block", {"block"}),
                                          [&](const WorkItem& item) -> Expected<std::string> {
                                            release.wait();
-                                           return item.payload;
+                                           return item.payload.str();
                                          }));
   auto plain = must(PoolWorker::start(fast_worker(*broker, "w-plain"), echo()));
   ASSERT_TRUE(has_workers(*broker, 2));

@@ -66,7 +66,7 @@ TEST(PoolFuzz, MutatedFramesNeitherCrashNorWedgeTheBroker) {
   const std::string tag = "real-" + std::to_string(seed);
   auto worker = must(PoolWorker::start(
       fast_worker(*broker, "real-worker", {tag}),
-      [](const WorkItem& item) -> Expected<std::string> { return "echo:" + item.payload; }));
+      [](const WorkItem& item) -> Expected<std::string> { return "echo:" + item.payload.str(); }));
   ASSERT_TRUE(has_workers(*broker, 1));
   RawPeer client_side(broker->client_endpoint());
   RawPeer worker_side(broker->worker_endpoint());

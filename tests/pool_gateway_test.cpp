@@ -21,11 +21,11 @@ class PoolChannelTest : public ::testing::TestWithParam<bool> {
     runtime_ = std::make_unique<ActorRuntime>(ActorRuntimeOptions{.scheduler_threads = 2});
     PoolHandler handler = [this](const WorkItem& item) -> Expected<std::string> {
       ++runs_;
-      if (item.payload == "fail") {
+      if (item.payload.view() == "fail") {
         return make_error(ErrorCategory::kPolicy, "policy.forbidden_call", "no dlopen");
       }
-      if (item.payload == "slow") slow_.wait();
-      return "echo:" + item.payload;
+      if (item.payload.view() == "slow") slow_.wait();
+      return "echo:" + item.payload.str();
     };
     if (remote()) {
       broker_ = must(WorkPoolBroker::start(fast_broker()));
