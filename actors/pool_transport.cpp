@@ -148,6 +148,9 @@ PoolFrames pool_frames(std::string envelope, zmq::message_t* payload) {
 }
 
 PoolFrames pool_frames(std::string envelope, PoolBytes&& payload) {
+  if (payload.size() <= kPoolInlinePayloadBytes) {
+    return PoolFrames{joined_frame(envelope, payload.view()), std::nullopt};
+  }
   if (zmq::message_t* frame = payload.frame()) return pool_frames(std::move(envelope), frame);
   return pool_frames(std::move(envelope), std::move(payload).take());
 }

@@ -90,10 +90,13 @@ class PoolBytes {
  public:
   PoolBytes() = default;
   PoolBytes(std::string bytes) : string_(std::move(bytes)) {}  // NOLINT: implicit by design
-  explicit PoolBytes(zmq::message_t frame) : frame_(std::move(frame)), in_frame_(true) {}
+  /// The bytes of `frame` from `offset` on: a payload frame (0), or an envelope frame with its
+  /// inline payload after the envelope's `offset` bytes.
+  explicit PoolBytes(zmq::message_t frame, std::size_t offset = 0)
+      : frame_(std::move(frame)), offset_(offset), in_frame_(true) {}
 
   std::string_view view() const {
-    return in_frame_ ? cuda_agent::view(frame_) : std::string_view(string_);
+    return in_frame_ ? cuda_agent::view(frame_).substr(offset_) : std::string_view(string_);
   }
   operator std::string_view() const { return view(); }  // NOLINT: implicit by design
   std::size_t size() const { return view().size(); }
@@ -102,12 +105,13 @@ class PoolBytes {
   std::string str() const { return std::string(view()); }
   /// The bytes as a string: moved out of a string, copied out of a frame.
   std::string take() && { return in_frame_ ? str() : std::move(string_); }
-  /// The frame holding the bytes, or null when they are a string.
-  zmq::message_t* frame() { return in_frame_ ? &frame_ : nullptr; }
+  /// The frame that holds exactly these bytes, or null (a string, or part of a frame).
+  zmq::message_t* frame() { return in_frame_ && offset_ == 0 ? &frame_ : nullptr; }
 
  private:
   std::string string_;
   zmq::message_t frame_;
+  std::size_t offset_ = 0;
   bool in_frame_ = false;
 };
 

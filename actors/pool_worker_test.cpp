@@ -170,5 +170,42 @@ TEST(PoolWorker, ABurstOfWorkFillsEveryFreeSlotAndNoMore) {
   EXPECT_EQ(most, kSlots);
 }
 
+// Covers: PoolBytes, the form a handler gets its payload in and may return it in. A payload read
+// after its envelope (inline) or in a frame of its own reads the right bytes; a result that is a
+// large received frame goes back out as that same frame (no copy), and one at most
+// kPoolInlinePayloadBytes is appended to the envelope whatever held it.
+TEST(PoolBytes, ReadsInPlaceAndSendsAReceivedFrameWithoutACopy) {
+  const std::string envelope = "ENVELOPE";
+  zmq::message_t joined(envelope + "inline payload");
+  PoolBytes inline_bytes(std::move(joined), envelope.size());
+  EXPECT_EQ(inline_bytes.view(), "inline payload");
+  EXPECT_EQ(inline_bytes.size(), 14u);
+  EXPECT_EQ(inline_bytes.frame(), nullptr) << "part of a frame is not a frame to send";
+  PoolFrames small = pool_frames("env", std::move(inline_bytes));
+  EXPECT_EQ(view(small.envelope), "envinline payload");
+  EXPECT_FALSE(small.payload);
+
+  const std::string large(kPoolInlinePayloadBytes + 1000, 'x');
+  zmq::message_t received(large.data(), large.size());
+  const void* received_at = received.data();
+  PoolBytes frame_bytes(std::move(received));
+  ASSERT_NE(frame_bytes.frame(), nullptr);
+  EXPECT_EQ(frame_bytes.view(), large);
+  PoolFrames out = pool_frames("env", std::move(frame_bytes));
+  ASSERT_TRUE(out.payload);
+  EXPECT_EQ(out.payload->data(), received_at) << "the received frame itself goes out";
+  EXPECT_EQ(view(out.envelope), "env");
+
+  PoolBytes owned{std::string(large)};
+  EXPECT_EQ(owned.frame(), nullptr);
+  PoolFrames from_string = pool_frames("env", std::move(owned));
+  ASSERT_TRUE(from_string.payload);
+  EXPECT_EQ(view(*from_string.payload), large);
+
+  EXPECT_EQ(PoolBytes(zmq::message_t(std::string("abc"))).str(), "abc");
+  EXPECT_EQ(std::move(PoolBytes(zmq::message_t(std::string("abcdef")), 2)).take(), "cdef");
+  EXPECT_TRUE(PoolBytes().empty());
+}
+
 }  // namespace
 }  // namespace cuda_agent
