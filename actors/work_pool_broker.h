@@ -61,10 +61,10 @@ struct WorkPoolBrokerOptions {
   std::int64_t max_queued_requests = 10'000;
   /// Finished outcomes kept for repeated request ids, by count and by payload bytes (least
   /// recently stored or repeated go first). Only worker outcomes are kept; broker refusals (busy,
-  /// timeout) are not. A kept result holds its receive buffer (no copy), so while the cache
-  /// fills each large receive lands on fresh pages (page faults; how many depends on glibc's
-  /// malloc, see docs/BENCHMARKS.md "Wire"): lower result_cache_bytes where results are large
-  /// and repeats rare. 0 entries: no cache. Default: 10000 entries, 256 MiB.
+  /// timeout) are not. A result larger than an inline payload is kept as a copy, made by the
+  /// broker thread after the reply is sent (about 100 us per MiB; docs/BENCHMARKS.md "Wire"),
+  /// and the cache holds up to result_cache_bytes of them: lower it where results are large and
+  /// repeats rare. 0 entries: no cache. Default: 10000 entries, 256 MiB.
   std::int64_t result_cache_entries = 10'000;
   std::int64_t result_cache_bytes = 256ll << 20;
   /// Largest envelope frame accepted (the Cap'n Proto part). Default: 64 KiB.
