@@ -148,9 +148,6 @@ PoolFrames pool_frames(std::string envelope, zmq::message_t* payload) {
 }
 
 PoolFrames pool_frames(std::string envelope, PoolBytes&& payload) {
-  if (payload.size() <= kPoolInlinePayloadBytes) {
-    return PoolFrames{joined_frame(envelope, payload.view()), std::nullopt};
-  }
   if (zmq::message_t* frame = payload.frame()) return pool_frames(std::move(envelope), frame);
   return pool_frames(std::move(envelope), std::move(payload).take());
 }
@@ -188,6 +185,14 @@ bool take_payload(std::vector<zmq::message_t>& parts, std::size_t first, std::si
     payload = zmq::message_t(bytes->data(), bytes->size());
   }
   return true;
+}
+
+std::optional<PoolBytes> take_payload_bytes(std::vector<zmq::message_t>& parts, std::size_t first,
+                                            std::size_t dropped, const PoolFrame& frame) {
+  const auto bytes = payload_of(parts, first, dropped, frame);
+  if (!bytes) return std::nullopt;
+  if (parts.size() == first + 2) return PoolBytes(std::move(parts[first + 1]));
+  return PoolBytes(std::string(*bytes));
 }
 
 std::optional<std::uint64_t> LogLimiter::allow(SteadyTime now) {

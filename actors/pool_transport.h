@@ -83,20 +83,18 @@ inline std::string_view view(const zmq::message_t& m) {
 zmq::message_t share_frame(zmq::message_t& m);
 
 /// Payload bytes in one of two homes: a std::string, or a received frame read in place. A worker
-/// hands its handler a received payload this way, and sends a handler's result that is such a
-/// frame back out as it is, so a large payload crosses the worker without a copy (as raw
-/// ZeroMQ's echo does). Made implicitly from a std::string.
+/// hands its handler a large received payload this way, and sends a handler's result that is
+/// such a frame back out as it is, so a large payload crosses the worker without a copy (as raw
+/// ZeroMQ's echo does). Made implicitly from a std::string. Holding a string costs no ZeroMQ
+/// call (the frame is optional), so small payloads travel as strings.
 class PoolBytes {
  public:
   PoolBytes() = default;
   PoolBytes(std::string bytes) : string_(std::move(bytes)) {}  // NOLINT: implicit by design
-  /// The bytes of `frame` from `offset` on: a payload frame (0), or an envelope frame with its
-  /// inline payload after the envelope's `offset` bytes.
-  explicit PoolBytes(zmq::message_t frame, std::size_t offset = 0)
-      : frame_(std::move(frame)), offset_(offset), in_frame_(true) {}
+  explicit PoolBytes(zmq::message_t frame) : frame_(std::move(frame)) {}
 
   std::string_view view() const {
-    return in_frame_ ? cuda_agent::view(frame_).substr(offset_) : std::string_view(string_);
+    return frame_ ? cuda_agent::view(*frame_) : std::string_view(string_);
   }
   operator std::string_view() const { return view(); }  // NOLINT: implicit by design
   std::size_t size() const { return view().size(); }
@@ -104,15 +102,13 @@ class PoolBytes {
   /// A copy of the bytes.
   std::string str() const { return std::string(view()); }
   /// The bytes as a string: moved out of a string, copied out of a frame.
-  std::string take() && { return in_frame_ ? str() : std::move(string_); }
-  /// The frame that holds exactly these bytes, or null (a string, or part of a frame).
-  zmq::message_t* frame() { return in_frame_ && offset_ == 0 ? &frame_ : nullptr; }
+  std::string take() && { return frame_ ? str() : std::move(string_); }
+  /// The frame holding the bytes, or null when they are a string.
+  zmq::message_t* frame() { return frame_ ? &*frame_ : nullptr; }
 
  private:
   std::string string_;
-  zmq::message_t frame_;
-  std::size_t offset_ = 0;
-  bool in_frame_ = false;
+  std::optional<zmq::message_t> frame_;
 };
 
 /// A pool message's frames after any routing id: the envelope, with a payload of at most
@@ -143,6 +139,11 @@ std::optional<std::string_view> payload_of(const std::vector<zmq::message_t>& pa
 /// inline payload. False where payload_of gives nullopt.
 bool take_payload(std::vector<zmq::message_t>& parts, std::size_t first, std::size_t dropped,
                   const PoolFrame& frame, zmq::message_t& payload);
+/// The same payload for a worker's handler: a payload frame of its own moved out of `parts` and
+/// read in place, an inline payload (at most kPoolInlinePayloadBytes) copied into a string,
+/// which costs less than keeping the envelope frame. nullopt where payload_of gives nullopt.
+std::optional<PoolBytes> take_payload_bytes(std::vector<zmq::message_t>& parts, std::size_t first,
+                                            std::size_t dropped, const PoolFrame& frame);
 
 /// Names the calling thread (at most 15 characters shown) for top -H, perf and /proc: the pool's
 /// threads are "pool-broker", "pool-worker" and "pool-client"; ZeroMQ's own are "ZMQbg/...".

@@ -264,8 +264,9 @@ void PoolWorker::Impl::on_broker_message(std::vector<zmq::message_t>& parts, std
   } else if (std::holds_alternative<PoolHeartbeat>(*m)) {
     return;
   } else if (auto* work = std::get_if<PoolWork>(m)) {
-    const auto received = payload_of(parts, 0, dropped, *frame);
-    if (!received || received->size() > static_cast<std::size_t>(options_.max_payload_bytes)) {
+    // A large payload is read in place, in its own frame; an inline one is copied (small).
+    auto payload = take_payload_bytes(parts, 0, dropped, *frame);
+    if (!payload || payload->size() > static_cast<std::size_t>(options_.max_payload_bytes)) {
       problem = make_error(ErrorCategory::kInvalidInput, "wire.malformed",
                            "work without a payload of payloadBytes bytes");
     } else {
@@ -274,13 +275,7 @@ void PoolWorker::Impl::on_broker_message(std::vector<zmq::message_t>& parts, std
       held_.insert(work->header.request_id.value());
       // The thread taking it in takes the first job; it wakes a follower for the rest only
       // while a slot is free (member_loop).
-      // Read in place, in the frame it came in: its own, or after the envelope (inline).
-      // An inline payload is the envelope frame's last bytes (the offset is taken before the
-      // frame moves: the order of a call's arguments is unspecified).
-      const std::size_t envelope_bytes = parts[0].size() - received->size();
-      PoolBytes payload = parts.size() == 1 ? PoolBytes(std::move(parts[0]), envelope_bytes)
-                                            : PoolBytes(std::move(parts[1]));
-      jobs_.push_back(WorkItem{std::move(work->header), std::move(payload), work->attempt});
+      jobs_.push_back(WorkItem{std::move(work->header), std::move(*payload), work->attempt});
       return;
     }
   } else {
