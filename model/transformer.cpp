@@ -422,6 +422,32 @@ at::Tensor Transformer::forward(const at::Tensor& tokens, KvCache* cache,
   return logits(h);
 }
 
+std::vector<std::pair<std::string, at::Tensor>> Transformer::parameters() const {
+  std::vector<std::pair<std::string, at::Tensor>> out;
+  auto add = [&](std::string name, const at::Tensor& t) {
+    if (t.defined()) out.emplace_back(std::move(name), t);
+  };
+  add("embed", w_.embed);
+  for (std::size_t i = 0; i < w_.layers.size(); ++i) {
+    const LayerWeights& l = w_.layers[i];
+    const std::string p = "layers." + std::to_string(i) + ".";
+    add(p + "input_norm", l.input_norm);
+    add(p + "qkv_w", l.qkv_w);
+    add(p + "qkv_b", l.qkv_b);
+    add(p + "q_norm", l.q_norm);
+    add(p + "k_norm", l.k_norm);
+    add(p + "o_w", l.o_w);
+    add(p + "post_norm", l.post_norm);
+    add(p + "gate_up_w", l.gate_up_w);
+    add(p + "gate_up_b", l.gate_up_b);
+    add(p + "down_w", l.down_w);
+    add(p + "down_b", l.down_b);
+  }
+  add("final_norm", w_.final_norm);
+  if (!config_.tie_word_embeddings) add("lm_head", w_.lm_head);
+  return out;
+}
+
 // ---- loading, saving, random init ----
 
 namespace {

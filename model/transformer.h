@@ -24,12 +24,14 @@
 // tokens for length T, as transformers' full forward does; so cached and full logits differ
 // once a sequence is past max_position_embeddings, exactly as they do in transformers.
 //
-// Threading: a Transformer is immutable after load; forward may run from several threads on
-// distinct caches. A KvCache belongs to one caller.
+// Threading: a Transformer is immutable after load (except that the learner updates the tensors
+// of parameters() in place between forwards, from its one thread); forward may run from several
+// threads on distinct caches. A KvCache belongs to one caller.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -96,6 +98,11 @@ class Transformer {
   Status save(const std::string& dir) const;
 
   const ModelConfig& config() const { return config_; }
+  /// The trainable tensors, each exactly once, in a fixed order: the stacked projections (not
+  /// their views, which follow them) and lm_head only when it is not tied to embed. Names are
+  /// internal ("layers.3.qkv_w"), stable for optimizer checkpoints; save() writes the Hugging
+  /// Face names. The learner sets requires_grad on these and updates them in place.
+  std::vector<std::pair<std::string, at::Tensor>> parameters() const;
   const TransformerWeights& weights() const { return w_; }
   at::Device device() const { return w_.embed.device(); }
   at::ScalarType dtype() const { return w_.embed.scalar_type(); }
