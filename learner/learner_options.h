@@ -52,7 +52,7 @@ struct LearnerOptions {
     v({.key = "staleness",
        .unit = "versions",
        .doc = "Staleness bound S: an episode is admitted only while accepted + running <= "
-              "(S + version) * batch_episodes.",
+              "(S + version + 1) * batch_episodes.",
        .min = 0},
       staleness);
     v({.key = "ppo_epochs", .unit = "epochs", .doc = "Passes over each batch.", .min = 1},
