@@ -64,3 +64,51 @@ if(CUDA_AGENT_BUILD_TESTS)
 endif()
 
 find_program(READELF_EXECUTABLE readelf REQUIRED)
+
+# --- c10d backends for the learner's data-parallel group (learner/learner_group.cpp) ----------
+# Both optional; learner_group.cpp compiles each backend only when found and otherwise answers
+# `learner.backend_unavailable` at run time. Sets CA_C10D_HAS_GLOO / CA_C10D_HAS_NCCL (0 or 1),
+# CA_C10D_INCLUDE_DIRS (extra headers) and CA_C10D_LIBRARIES (extra link libraries).
+#  - Gloo: ProcessGroupGloo.hpp includes <gloo/...>. Debian's libtorch 1.13 links the system
+#    libgloo, so libgloo-dev's headers match it. A PyTorch 2.x libtorch carries its own gloo
+#    inside libtorch_cpu: only headers shipped in its own include directory are taken, never a
+#    system copy of another gloo version.
+#  - NCCL: only with CUDA libtorch. nccl.h is PyTorch's (<site-packages>/nvidia/nccl/include,
+#    beside <site-packages>/torch), or CA_NCCL_ROOT / NCCL_ROOT, or the CUDA toolkit's.
+set(CA_C10D_HAS_GLOO 0)
+set(CA_C10D_HAS_NCCL 0)
+set(CA_C10D_INCLUDE_DIRS "")
+set(CA_C10D_LIBRARIES "")
+find_path(CA_C10D_DIR torch/csrc/distributed/c10d/ProcessGroupGloo.hpp
+          PATHS ${TORCH_INCLUDE_DIRS} NO_DEFAULT_PATH)
+if(CA_C10D_DIR)
+  if(Torch_VERSION VERSION_LESS 2)
+    find_path(CA_GLOO_INCLUDE_DIR gloo/context.h HINTS ${TORCH_INCLUDE_DIRS})
+  else()
+    find_path(CA_GLOO_INCLUDE_DIR gloo/context.h PATHS ${TORCH_INCLUDE_DIRS} NO_DEFAULT_PATH)
+  endif()
+  if(CA_GLOO_INCLUDE_DIR AND EXISTS "${CA_GLOO_INCLUDE_DIR}/gloo/config.h")
+    set(CA_C10D_HAS_GLOO 1)
+    list(APPEND CA_C10D_INCLUDE_DIRS ${CA_GLOO_INCLUDE_DIR})
+  endif()
+endif()
+if(TARGET torch_cuda OR TORCH_CUDA_LIBRARIES)
+  get_filename_component(CA_TORCH_SITE_PACKAGES "${TORCH_INSTALL_PREFIX}/.." ABSOLUTE)
+  find_path(CA_NCCL_INCLUDE_DIR nccl.h
+            HINTS ${CA_NCCL_ROOT} $ENV{NCCL_ROOT} ${CA_TORCH_SITE_PACKAGES}/nvidia/nccl
+                  ${CUDAToolkit_INCLUDE_DIRS}
+            PATH_SUFFIXES include)
+  find_library(CA_NCCL_LIBRARY NAMES nccl libnccl.so.2
+               HINTS ${CA_NCCL_ROOT} $ENV{NCCL_ROOT} ${CA_TORCH_SITE_PACKAGES}/nvidia/nccl
+                     ${CUDAToolkit_LIBRARY_DIR}
+               PATH_SUFFIXES lib lib64)
+  if(CA_NCCL_INCLUDE_DIR AND CA_NCCL_LIBRARY AND EXISTS
+     "${TORCH_INSTALL_PREFIX}/include/torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp")
+    set(CA_C10D_HAS_NCCL 1)
+    list(APPEND CA_C10D_INCLUDE_DIRS ${CA_NCCL_INCLUDE_DIR} ${CUDAToolkit_INCLUDE_DIRS})
+    list(APPEND CA_C10D_LIBRARIES ${CA_NCCL_LIBRARY})
+  endif()
+endif()
+message(STATUS "c10d backends for the learner group: gloo=${CA_C10D_HAS_GLOO} "
+               "nccl=${CA_C10D_HAS_NCCL} (${CA_GLOO_INCLUDE_DIR} ${CA_NCCL_INCLUDE_DIR})")
+# --- end of c10d backends ------------------------------------------------------------------
