@@ -184,6 +184,9 @@ Expected<GenerationEngine> GenerationEngine::create(std::shared_ptr<const Transf
     return invalid("model.bad_engine_options",
                    "max_batch, max_seq_len and prefill_chunk_tokens must be positive");
   }
+  if (options.session_slots < -1) {
+    return invalid("model.bad_engine_options", "session_slots must be -1 (every slot) or >= 0");
+  }
   const std::int64_t elem = c10::elementSize(model->dtype());
   const std::int64_t per_slot = model->config().kv_bytes_per_token(elem) * options.max_seq_len;
   std::int64_t slots = options.max_batch;
@@ -204,6 +207,9 @@ Expected<GenerationEngine> GenerationEngine::create(std::shared_ptr<const Transf
                      return e.model_->make_cache(slots, options.max_seq_len);
                    }));
   e.slots_.resize(slots);
+  e.kept_.resize(slots);
+  e.session_limit_ =
+      options.session_slots < 0 ? slots : std::min<std::int64_t>(options.session_slots, slots);
   if (options.cuda_graphs && decode_graphs_compiled() && e.model_->device().is_cuda()) {
     e.graphs_ = std::make_unique<DecodeGraphs>(e.cache_.slots, e.cache_.max_seq);
   }
@@ -255,6 +261,90 @@ std::size_t GenerationEngine::running() const {
   return std::count_if(slots_.begin(), slots_.end(), [](auto& a) { return a != nullptr; });
 }
 
+std::size_t GenerationEngine::kept_sessions() const {
+  return std::count_if(kept_.begin(), kept_.end(), [](auto& k) { return k != nullptr; });
+}
+
+bool GenerationEngine::drop_session(const std::string& session) {
+  for (auto& k : kept_) {
+    if (k && k->session == session) {
+      k.reset();
+      stats_.sessions_dropped += 1;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool GenerationEngine::reuse_allowed(std::int64_t n) const {
+  const ModelConfig& c = model_->config();
+  return c.rope_scaling.type != RopeType::kDynamic || n <= c.max_position_embeddings;
+}
+
+std::int64_t GenerationEngine::pick_slot(const GenerationRequest& r) {
+  const std::int64_t S = std::int64_t(slots_.size());
+  if (!r.session.empty()) {
+    for (std::int64_t s = 0; s < S; ++s) {
+      if (kept_[s] && kept_[s]->session == r.session) return s;
+    }
+  }
+  for (std::int64_t s = 0; s < S; ++s) {
+    if (!slots_[s] && !kept_[s]) return s;
+  }
+  // Reclaim the least recently kept cache, sparing those whose session has a request waiting.
+  auto waits = [&](const std::string& session) {
+    return std::any_of(waiting_.begin(), waiting_.end(),
+                       [&](const GenerationRequest& w) { return w.session == session; });
+  };
+  std::int64_t victim = -1;
+  bool victim_waits = true;
+  for (std::int64_t s = 0; s < S; ++s) {
+    if (!kept_[s]) continue;
+    const bool w = waits(kept_[s]->session);
+    if (victim < 0 || (victim_waits && !w) ||
+        (victim_waits == w && kept_[s]->kept_at < kept_[victim]->kept_at)) {
+      victim = s;
+      victim_waits = w;
+    }
+  }
+  if (victim >= 0) {
+    kept_[victim].reset();
+    stats_.sessions_evicted += 1;
+  }
+  return victim;
+}
+
+GenerationResult GenerationEngine::finish(std::unique_ptr<Active> a, std::int64_t slot) {
+  slots_[slot].reset();
+  const std::string& session = a->request.session;
+  if (!session.empty() && session_limit_ > 0 &&
+      (options_.keep_sessions_across_swaps || a->cache_version == version_)) {
+    // The slot holds the prompt and every sampled token but the last (never fed back).
+    auto k = std::make_unique<Kept>();
+    k->session = session;
+    const auto& p = a->request.prompt;
+    const std::int64_t fed_back = a->cached - std::int64_t(p.size());
+    k->tokens.reserve(a->cached);
+    k->tokens.assign(p.begin(), p.end());
+    k->tokens.insert(k->tokens.end(), a->result.tokens.begin(),
+                     a->result.tokens.begin() + fed_back);
+    k->cache_version = a->cache_version;
+    k->kept_at = ++clock_;
+    drop_session(session);  // an older cache of the session (a request that ran alongside)
+    if (std::int64_t(kept_sessions()) >= session_limit_) {
+      std::int64_t lru = -1;
+      for (std::int64_t s = 0; s < std::int64_t(kept_.size()); ++s) {
+        if (kept_[s] && (lru < 0 || kept_[s]->kept_at < kept_[lru]->kept_at)) lru = s;
+      }
+      kept_[lru].reset();
+      stats_.sessions_evicted += 1;
+    }
+    kept_[slot] = std::move(k);
+    stats_.sessions_kept += 1;
+  }
+  return std::move(a->result);
+}
+
 bool GenerationEngine::record(Active& a, std::int64_t token, float logprob) {
   GenerationResult& r = a.result;
   if (r.tokens.empty()) r.first_policy_version = version_;
@@ -297,13 +387,26 @@ bool GenerationEngine::hit_stop_string(const Active& a) const {
   return false;
 }
 
-Expected<bool> GenerationEngine::admit(Active& a, std::int64_t slot) {
+Expected<bool> GenerationEngine::admit(Active& a, std::int64_t slot, const Kept* kept) {
   const auto t0 = Clock::now();
   const auto& prompt = a.request.prompt;
   const std::int64_t n = std::int64_t(prompt.size());
   const auto dev = model_->device();
+  // Positions below `reuse` keep the kept K/V; the rest are (over)written below. The last prompt
+  // token is always run: its logits give the first sampled token.
+  std::int64_t reuse = 0;
+  a.cache_version = version_;
+  if (kept != nullptr && reuse_allowed(n)) {
+    const std::int64_t m = std::min<std::int64_t>(n - 1, std::int64_t(kept->tokens.size()));
+    while (reuse < m && kept->tokens[reuse] == prompt[reuse]) ++reuse;
+    if (reuse > 0) a.cache_version = std::min(a.cache_version, kept->cache_version);
+  }
+  if (!a.request.session.empty()) (reuse > 0 ? stats_.session_hits : stats_.session_misses) += 1;
+  stats_.reused_tokens += reuse;
+  stats_.prefilled_tokens += n - reuse;
+  a.result.reused_tokens = reuse;
   at::Tensor last;
-  for (std::int64_t begin = 0; begin < n; begin += options_.prefill_chunk_tokens) {
+  for (std::int64_t begin = reuse; begin < n; begin += options_.prefill_chunk_tokens) {
     const std::int64_t len = std::min(options_.prefill_chunk_tokens, n - begin);
     std::vector<std::int64_t> chunk(prompt.begin() + begin, prompt.begin() + begin + len);
     // Dynamic RoPE sees the whole prompt in every chunk, as in transformers' one-call prefill.
@@ -328,17 +431,23 @@ Expected<std::vector<GenerationResult>> GenerationEngine::step() {
   for (std::int64_t s = 0; s < std::int64_t(slots_.size()); ++s) {
     if (slots_[s]) rows.push_back(s);
   }
-  // Admit into free slots.
-  for (std::int64_t s = 0; s < std::int64_t(slots_.size()) && !waiting_.empty(); ++s) {
-    if (slots_[s]) continue;
+  // Admit, in order, while a slot can be found (free, the session's kept one, or reclaimed).
+  // Kept caches are never padding-row victims of the decode graphs: those write position
+  // max_seq - 1, and a kept cache holds at most max_seq - 1 tokens (prompt + max_new_tokens <=
+  // max_seq, the last sampled token not fed back).
+  while (!waiting_.empty()) {
+    const std::int64_t s = pick_slot(waiting_.front());
+    if (s < 0) break;
     GenerationRequest req = std::move(waiting_.front());
     waiting_.pop_front();
+    std::unique_ptr<Kept> kept = std::move(kept_[s]);
+    if (kept && kept->session != req.session) kept.reset();  // (pick_slot reclaims those)
     const std::uint64_t seed = req.params.seed;
-    auto a = std::make_unique<Active>(Active{std::move(req), TokenSampler(seed), {}, 0});
+    auto a = std::make_unique<Active>(Active{std::move(req), TokenSampler(seed), {}, 0, 0});
     a->result.id = a->request.id;
-    ASSIGN_OR_RETURN(bool done, admit(*a, s));
+    ASSIGN_OR_RETURN(bool done, admit(*a, s, kept.get()));
     if (done) {
-      finished.push_back(std::move(a->result));
+      finished.push_back(finish(std::move(a), s));
     } else {
       slots_[s] = std::move(a);
     }
@@ -383,8 +492,7 @@ Expected<std::vector<GenerationResult>> GenerationEngine::step() {
       Active& a = *slots_[rows[i]];
       a.cached += 1;
       if (record(a, draws[i].token, draws[i].logprob)) {
-        finished.push_back(std::move(a.result));
-        slots_[rows[i]].reset();
+        finished.push_back(finish(std::move(slots_[rows[i]]), rows[i]));
       }
     }
     if (options_.time_phases) {
@@ -421,6 +529,12 @@ Status GenerationEngine::swap_weights(std::shared_ptr<const Transformer> model,
   model_ = std::move(model);
   version_ = policy_version;
   if (graphs_) graphs_->clear();  // they hold the old weights' addresses
+  if (!options_.keep_sessions_across_swaps) {
+    for (auto& k : kept_) {
+      if (k) stats_.sessions_dropped += 1;
+      k.reset();
+    }
+  }
   return Status::ok();
 }
 
