@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <memory>
 
 #include "learner/losses.h"
@@ -154,6 +155,17 @@ TEST(ChunkedTokenLogprobs, EntropyOnlyWhenAskedAndMisuseThrows) {
   EXPECT_TRUE(w.grad().defined());
   auto want = full_reference(c.hidden, c.weight, c.targets, 1.0);
   EXPECT_LT(max_abs(r.logprobs.detach(), want.logprobs), 1e-6);
+  // Column-major hidden rows (any strides work).
+  auto strided =
+      chunked_token_logprobs(c.hidden.t().contiguous().t(), c.weight, c.targets, 2, true);
+  EXPECT_LT(max_abs(strided.logprobs, want.logprobs), 1e-6);
+  EXPECT_LT(max_abs(strided.entropy, want.entropy), 1e-6);
+  // No tokens: empty results, and a backward that does nothing.
+  auto none =
+      chunked_token_logprobs(c.hidden.narrow(0, 0, 0), w, c.targets.narrow(0, 0, 0), 4, true);
+  EXPECT_EQ(none.logprobs.numel(), 0);
+  EXPECT_EQ(none.entropy.numel(), 0);
+  (none.logprobs.sum() + none.entropy.sum()).backward();
   EXPECT_THROW(chunked_token_logprobs(c.hidden, c.weight, c.targets, 0, false), c10::Error);
   EXPECT_THROW(chunked_token_logprobs(c.hidden, c.weight, c.targets.narrow(0, 0, 3), 2, false),
                c10::Error);

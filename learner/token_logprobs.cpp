@@ -107,7 +107,9 @@ class ChunkedLogprobsFunction : public torch::autograd::Function<ChunkedLogprobs
       }
     }
     if (want_hidden) out[0] = grad_hidden;
-    if (want_weight) out[1] = grad_weight.to(model_dtype);
+    if (want_weight) {
+      out[1] = grad_weight.defined() ? grad_weight.to(model_dtype) : at::zeros_like(weight);
+    }
     return out;
   }
 };
