@@ -49,6 +49,10 @@ using C10dBackend = c10d::ProcessGroup;  // 1.13: they are ProcessGroups
 #endif
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
+// ProcessGroupNCCL::abort() / shutdown() are public from PyTorch 2.2 on; before, only its
+// destructor aborts the communicators (dropping the backend still does that).
+#define CA_TORCH_NCCL_HAS_ABORT \
+  (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 2))
 
 constexpr const char* kJoinKeyPrefix = "cuda_agent/learner_group/joined/";
 // Collectives in flight at once: enough to overlap one bucket's copies with the next one's
@@ -149,7 +153,7 @@ struct LearnerGroup::Impl {
   void tear_down() {
     broken = true;
     if (!backend) return;
-#if CA_LEARNER_HAS_NCCL
+#if CA_LEARNER_HAS_NCCL && CA_TORCH_NCCL_HAS_ABORT
     if (nccl) {
       try {
         static_cast<c10d::ProcessGroupNCCL*>(backend.get())->abort();  // ncclCommAbort
@@ -495,7 +499,7 @@ LearnerGroup::LearnerGroup(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) 
 LearnerGroup::~LearnerGroup() {
   if (!impl_) return;
   try {
-#if CA_LEARNER_HAS_NCCL
+#if CA_LEARNER_HAS_NCCL && CA_TORCH_NCCL_HAS_ABORT
     // A clean end: without it ProcessGroupNCCL's destructor warns and may abort.
     if (impl_->nccl && impl_->backend)
       static_cast<c10d::ProcessGroupNCCL*>(impl_->backend.get())->shutdown();
