@@ -7,12 +7,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -28,7 +31,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kChecksumsName = "CHECKSUMS";
-constexpr const char* kChecksumsHeader = "# cuda-agent checkpoint v1 blake2b-256";
+constexpr const char* kChecksumsHeader = "# cuda-agent checkpoint v1 blake2b-256 of 64 MiB pieces";
 constexpr const char* kDigestsDir = ".digests";  // sidecars of add_* files until seal()
 constexpr const char* kTrainerStateName = "trainer_state.json";
 constexpr const char* kTrainerStateFormat = "cuda-agent-trainer-state/1";
@@ -53,21 +56,51 @@ std::string hex_of(const unsigned char* bytes, std::size_t n) {
   return out;
 }
 
-// A file being written: every byte is hashed as it goes, writeback is started every chunk so
-// the disk works while the CPU hashes, and finish() fsyncs.
+// The digest of a file: BLAKE2b-256 over the BLAKE2b-256 digests of its 64 MiB pieces, in
+// order (the last piece may be shorter; an empty file has no pieces). Pieces hash on several
+// cores at once; a single BLAKE2b stream runs at ~0.6 GB/s, below a node's disks.
+constexpr std::size_t kPieceBytes = std::size_t{64} << 20;
+
+std::size_t hash_threads() {
+  return std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, 16);
+}
+
+std::string combine_pieces(const std::vector<std::array<unsigned char, kDigestBytes>>& pieces) {
+  crypto_generichash_state state;
+  crypto_generichash_init(&state, nullptr, 0, kDigestBytes);
+  for (const auto& d : pieces) crypto_generichash_update(&state, d.data(), d.size());
+  unsigned char digest[kDigestBytes];
+  crypto_generichash_final(&state, digest, sizeof digest);
+  return hex_of(digest, sizeof digest);
+}
+
+// One piece given as byte ranges (which stay valid until it is hashed).
+std::array<unsigned char, kDigestBytes> hash_piece(
+    const std::vector<std::pair<const unsigned char*, std::size_t>>& parts) {
+  crypto_generichash_state state;
+  crypto_generichash_init(&state, nullptr, 0, kDigestBytes);
+  for (const auto& [p, n] : parts) crypto_generichash_update(&state, p, n);
+  std::array<unsigned char, kDigestBytes> d{};
+  crypto_generichash_final(&state, d.data(), d.size());
+  return d;
+}
+
+// A file being written: writeback is started every chunk so the disk works while the CPU
+// hashes, each completed piece is hashed on a helper thread, and finish() fsyncs. The bytes
+// passed to write() must stay valid until finish() returns.
 class FileWriter {
  public:
+  ~FileWriter() { wait_all(); }
   Status open(const std::string& path) {
     path_ = path;
     fd_ = UniqueFd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
     if (fd_.fd < 0) return io_error(path + ": open", errno);
-    crypto_generichash_init(&state_, nullptr, 0, kDigestBytes);
     return Status::ok();
   }
   Status write(const void* data, std::size_t n) {
-    const char* p = static_cast<const char*>(data);
+    const auto* p = static_cast<const unsigned char*>(data);
     while (n > 0) {
-      const std::size_t chunk = std::min(n, kChunkBytes);
+      const std::size_t chunk = std::min({n, kChunkBytes, kPieceBytes - piece_fill_});
       std::size_t done = 0;
       while (done < chunk) {
         const ssize_t w = ::write(fd_.fd, p + done, chunk - done);
@@ -77,33 +110,52 @@ class FileWriter {
       }
       ::sync_file_range(fd_.fd, static_cast<off64_t>(size_), static_cast<off64_t>(chunk),
                         SYNC_FILE_RANGE_WRITE);
-      crypto_generichash_update(&state_, reinterpret_cast<const unsigned char*>(p), chunk);
+      piece_.emplace_back(p, chunk);
+      piece_fill_ += chunk;
       size_ += chunk;
       p += chunk;
       n -= chunk;
+      if (piece_fill_ == kPieceBytes) submit_piece();
     }
     return Status::ok();
   }
   /// fsync + close; then digest() and size() are final.
   Status finish() {
+    if (piece_fill_ > 0) submit_piece();
+    wait_all();
     if (::fsync(fd_.fd) != 0) return io_error(path_ + ": fsync", errno);
     if (::close(fd_.fd) != 0) {
       fd_.fd = -1;
       return io_error(path_ + ": close", errno);
     }
     fd_.fd = -1;
-    unsigned char digest[kDigestBytes];
-    crypto_generichash_final(&state_, digest, sizeof digest);
-    digest_ = hex_of(digest, sizeof digest);
+    digest_ = combine_pieces(digests_);
     return Status::ok();
   }
   const std::string& digest() const { return digest_; }
   std::uint64_t size() const { return size_; }
 
  private:
+  void submit_piece() {
+    if (pending_.size() >= hash_threads()) collect_oldest();
+    pending_.push_back(std::async(std::launch::async, hash_piece, std::move(piece_)));
+    piece_.clear();
+    piece_fill_ = 0;
+  }
+  void collect_oldest() {
+    digests_.push_back(pending_.front().get());
+    pending_.pop_front();
+  }
+  void wait_all() {
+    while (!pending_.empty()) collect_oldest();
+  }
+
   std::string path_;
   UniqueFd fd_;
-  crypto_generichash_state state_{};
+  std::vector<std::pair<const unsigned char*, std::size_t>> piece_;
+  std::size_t piece_fill_ = 0;
+  std::deque<std::future<std::array<unsigned char, kDigestBytes>>> pending_;
+  std::vector<std::array<unsigned char, kDigestBytes>> digests_;
   std::uint64_t size_ = 0;
   std::string digest_;
 };
@@ -113,28 +165,49 @@ struct FileSum {
   std::uint64_t size = 0;
 };
 
-// Reads `path` whole: its digest and size; with `sync`, also starts its writeback first and
-// fsyncs it after (a file written by other code that seal() must make durable).
+// Reads `path` whole, its pieces on several threads: its digest and size. With `sync`, also
+// starts its writeback first and fsyncs it after (a file written by other code that seal()
+// must make durable).
 Expected<FileSum> hash_file(const std::string& path, bool sync) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.fd < 0) return io_error(path + ": open", errno);
+  struct stat st {};
+  if (::fstat(fd.fd, &st) != 0) return io_error(path + ": stat", errno);
   if (sync) ::sync_file_range(fd.fd, 0, 0, SYNC_FILE_RANGE_WRITE);
-  crypto_generichash_state state;
-  crypto_generichash_init(&state, nullptr, 0, kDigestBytes);
-  std::vector<unsigned char> buf(kChunkBytes);
   FileSum sum;
-  for (;;) {
-    const ssize_t r = ::read(fd.fd, buf.data(), buf.size());
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) return io_error(path + ": read", errno);
-    if (r == 0) break;
-    crypto_generichash_update(&state, buf.data(), static_cast<std::size_t>(r));
-    sum.size += static_cast<std::uint64_t>(r);
-  }
+  sum.size = static_cast<std::uint64_t>(st.st_size);
+  const std::size_t pieces = (sum.size + kPieceBytes - 1) / kPieceBytes;
+  std::vector<std::array<unsigned char, kDigestBytes>> digests(pieces);
+  std::atomic<std::size_t> next{0};
+  std::atomic<int> failed{0};
+  auto work = [&] {
+    std::vector<unsigned char> buf(kChunkBytes);
+    for (std::size_t i; (i = next.fetch_add(1)) < pieces && failed == 0;) {
+      crypto_generichash_state state;
+      crypto_generichash_init(&state, nullptr, 0, kDigestBytes);
+      const std::uint64_t begin = i * kPieceBytes;
+      const std::uint64_t end = std::min<std::uint64_t>(begin + kPieceBytes, sum.size);
+      for (std::uint64_t off = begin; off < end;) {
+        const ssize_t r = ::pread(fd.fd, buf.data(), std::min<std::uint64_t>(buf.size(), end - off),
+                                  static_cast<off_t>(off));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+          failed = r < 0 ? errno : EIO;  // 0: the file shrank while it was read
+          break;
+        }
+        crypto_generichash_update(&state, buf.data(), static_cast<std::size_t>(r));
+        off += static_cast<std::uint64_t>(r);
+      }
+      crypto_generichash_final(&state, digests[i].data(), kDigestBytes);
+    }
+  };
+  std::vector<std::thread> pool;
+  for (std::size_t t = 1; t < std::min(pieces, hash_threads()); ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  if (failed != 0) return io_error(path + ": read", failed);
   if (sync && ::fsync(fd.fd) != 0) return io_error(path + ": fsync", errno);
-  unsigned char digest[kDigestBytes];
-  crypto_generichash_final(&state, digest, sizeof digest);
-  sum.digest = hex_of(digest, sizeof digest);
+  sum.digest = combine_pieces(digests);
   return sum;
 }
 
@@ -410,8 +483,8 @@ Status write_staged(const std::string& staging, const std::string& name, Body bo
   RETURN_IF_ERROR(w.open(target.string()));
   RETURN_IF_ERROR(body(w));
   RETURN_IF_ERROR(w.finish());
-  FileWriter side;
   const std::string line = w.digest() + " " + std::to_string(w.size()) + " " + name + "\n";
+  FileWriter side;
   RETURN_IF_ERROR(side.open(sidecar_path(staging, name)));
   RETURN_IF_ERROR(side.write(line.data(), line.size()));
   return side.finish();
@@ -448,8 +521,8 @@ Status CheckpointStaging::add_safetensors(
   }
   std::string text = header.dump();
   while (text.size() % 8 != 0) text.push_back(' ');
+  unsigned char len[8];  // outlives the writer: FileWriter hashes the bytes it was given later
   return write_staged(path_, name, [&](FileWriter& w) -> Status {
-    unsigned char len[8];
     for (int i = 0; i < 8; ++i)
       len[i] = static_cast<unsigned char>((text.size() >> (8 * i)) & 0xff);
     RETURN_IF_ERROR(w.write(len, 8));

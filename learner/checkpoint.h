@@ -9,10 +9,14 @@
 //                                      critic-optimizer-rank-<r>.safetensors)
 //   trainer_state.json                 step, stage, policy_version, rng (torch's default CPU and
 //                                      CUDA generators, hex), and the trainer's own keys
-//   CHECKSUMS                          written last: BLAKE2b-256 and size of every other file
+//   CHECKSUMS                          written last: digest and size of every other file
 //
-// CHECKSUMS is text: the line "# cuda-agent checkpoint v1 blake2b-256", then one line per file,
-// "<64 hex digits> <size in bytes> <path relative to the checkpoint>", sorted by path.
+// CHECKSUMS is text: the line "# cuda-agent checkpoint v1 blake2b-256 of 64 MiB pieces", then
+// one line per file, "<64 hex digits> <size in bytes> <path relative to the checkpoint>", sorted
+// by path. A file's digest is BLAKE2b-256 (core/content_hash.h's hash) of the concatenated
+// 32-byte BLAKE2b-256 digests of its 64 MiB pieces (the last one shorter; none for an empty
+// file), so that pieces hash on all cores: one BLAKE2b stream runs at ~0.6 GB/s, slower than a
+// node's disks, and an actor's model.safetensors is tens of GB.
 //
 // Writing (several ranks, one shared filesystem):
 //   rank 0:    ASSIGN_OR_RETURN(auto s, CheckpointStaging::begin(root, step));

@@ -3,6 +3,7 @@
 // trip, corruption and torn writes fall back to the previous checkpoint, stale staging
 // directories, pruning, several ranks staging into one checkpoint).
 #include <gtest/gtest.h>
+#include <sodium.h>
 
 #include <filesystem>
 #include <fstream>
@@ -479,6 +480,48 @@ TEST(Checkpoint, ResealingAStepReplacesIt) {
   ASSERT_TRUE(ck);
   EXPECT_EQ(ck->trainer_state["policy_version"], 2);
   EXPECT_EQ(std::distance(fs::directory_iterator(dir.str()), fs::directory_iterator()), 1);
+}
+
+// BLAKE2b-256 over the BLAKE2b-256 digests of 64 MiB pieces (checkpoint.h).
+std::string piece_digest(const std::string& bytes) {
+  const std::size_t piece = std::size_t{64} << 20;
+  std::string digests;
+  for (std::size_t off = 0; off < bytes.size(); off += piece) {
+    unsigned char d[32];
+    const std::size_t n = std::min(piece, bytes.size() - off);
+    crypto_generichash(d, sizeof d, reinterpret_cast<const unsigned char*>(bytes.data() + off), n,
+                       nullptr, 0);
+    digests.append(reinterpret_cast<const char*>(d), sizeof d);
+  }
+  unsigned char d[32];
+  crypto_generichash(d, sizeof d, reinterpret_cast<const unsigned char*>(digests.data()),
+                     digests.size(), nullptr, 0);
+  char hex[65];
+  sodium_bin2hex(hex, sizeof hex, d, sizeof d);
+  return hex;
+}
+
+TEST(Checkpoint, DigestsArePieceWiseBlake2b) {
+  TempDir dir;
+  std::string big((std::size_t{64} << 20) * 2 + 12345, '\0');
+  for (std::size_t i = 0; i < big.size(); i += 4096) big[i] = static_cast<char>(i / 4096);
+  auto stage = CheckpointStaging::begin(dir.str(), 1);
+  ASSERT_TRUE(stage);
+  ASSERT_TRUE(stage->add_file("written.bin", big));                         // hashed as written
+  std::ofstream(stage->path() + "/external.bin", std::ios::binary) << big;  // hashed by seal()
+  ASSERT_TRUE(stage->add_file("empty.bin", ""));
+  ASSERT_TRUE(stage->add_trainer_state({.step = 1}));
+  auto sealed = stage->seal();
+  ASSERT_TRUE(sealed);
+  std::ifstream in(*sealed + "/CHECKSUMS");
+  std::map<std::string, std::string> digest_of;
+  std::string line;
+  std::getline(in, line);
+  for (std::string d, size, name; in >> d >> size >> name;) digest_of[name] = d;
+  EXPECT_EQ(digest_of["written.bin"], piece_digest(big));
+  EXPECT_EQ(digest_of["external.bin"], piece_digest(big));
+  EXPECT_EQ(digest_of["empty.bin"], piece_digest(""));
+  EXPECT_TRUE(load_latest_checkpoint(dir.str()));
 }
 
 TEST(Checkpoint, TrainerStateRejectsReservedKeys) {
