@@ -124,6 +124,8 @@ struct Run {
   stage @4 :UInt8;          # current stage (same numbering as EpisodeSummary.stage)
   policyVersion @5 :UInt64; # latest published policy version
   manifest @6 :Text;        # the run's manifest (TOML text)
+  coordinatorState @7 :CoordinatorState;  # the coordinator's state after its latest step (unset
+                                          # before the first; coordinator/coordinator_state.h)
 }
 
 # Column family "checkpoints": one checkpoint of a run.
@@ -136,6 +138,8 @@ struct Checkpoint {
   sizeBytes @5 :UInt64;     # total size of its files
   checksum @6 :Text;        # checksum of its files (lowercase hex)
   createdUnixMs @7 :Int64;  # when it was written, ms since the Unix epoch (UTC)
+  coordinatorState @8 :CoordinatorState;  # the coordinator's state at this checkpoint, written in
+                                          # the same record (unset when no coordinator wrote it)
 }
 
 # Column family "metrics": one scalar of a run at one step; dropped after metrics_ttl_days.
@@ -171,4 +175,40 @@ struct EpisodeAttempt {
   startedUnixMs @6 :Int64;  # when the attempt started, ms since the Unix epoch (UTC)
   updatedUnixMs @7 :Int64;  # last change of this record
   note @8 :Text;            # why it was aborted (or empty)
+}
+
+
+# One episode the coordinator dispatched and has not seen trained (CoordinatorState.episodes).
+struct LedgerEpisode {
+  episodeId @0 :Text;           # the episode
+  taskId @1 :Text;              # its task
+  seq @2 :UInt64;               # the coordinator's mint number (the episode id is made from it)
+  attempt @3 :UInt32;           # the attempt dispatched last (1 for the first)
+  workerId @4 :Text;            # the worker of that attempt; empty while queued for a rerun
+  dispatchedVersion @5 :UInt64; # policy version at that dispatch
+  phase @6 :UInt8;              # 0 queued for a rerun, 1 in flight, 2 acknowledged (awaits a batch)
+  stage @7 :UInt8;              # stage of the episode (same numbering as EpisodeSummary.stage)
+  ackSeq @8 :UInt64;            # order of acknowledgement (phase 2 only)
+}
+
+# The coordinator's state (coordinator/coordinator_state.h): step, stage, version, sampler position,
+# staleness counters and the episodes not yet trained. Held by Run (after each step) and by
+# Checkpoint (at the checkpoint), each written in one atomic write with what it describes.
+struct CoordinatorState {
+  step @0 :UInt64;              # learner steps completed in the run
+  stageIndex @1 :UInt32;        # position in the run's stage plan
+  stageSteps @2 :UInt64;        # steps completed in that stage
+  policyVersion @3 :UInt64;     # latest published policy version
+  samplerEpoch @4 :UInt64;      # task sampler position: epoch ...
+  samplerIndex @5 :UInt64;      # ... and index in that epoch's permutation
+  nextEpisodeSeq @6 :UInt64;    # mint number of the next new episode
+  accepted @7 :UInt64;          # staleness counters (AReaL): acknowledged and counted
+  running @8 :UInt64;           # in flight
+  rejected @9 :UInt64;          # dropped (stale, orphaned)
+  trained @10 :UInt64;          # episodes trained, in total
+  stale @11 :UInt64;            # episodes past the bound when their batch was formed
+  orphaned @12 :UInt64;         # episodes of versions off the run's lineage
+  nextAckSeq @13 :UInt64;       # order number of the next acknowledgement
+  episodes @14 :List(LedgerEpisode);  # in flight, queued for a rerun, or acknowledged
+  lastStepEpisodes @15 :List(Text);   # the episodes trained by step `step`
 }

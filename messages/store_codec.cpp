@@ -47,6 +47,74 @@ void read_summary(ws::EpisodeSummary::Reader r, EpisodeSummary* v) {
   v->trajectory_size = r.getTrajectorySize();
 }
 
+void fill_coordinator_state(ws::CoordinatorState::Builder b, const CoordinatorStateRecord& v) {
+  b.setStep(v.step);
+  b.setStageIndex(v.stage_index);
+  b.setStageSteps(v.stage_steps);
+  b.setPolicyVersion(v.policy_version.value());
+  b.setSamplerEpoch(v.sampler_epoch);
+  b.setSamplerIndex(v.sampler_index);
+  b.setNextEpisodeSeq(v.next_episode_seq);
+  b.setAccepted(v.accepted);
+  b.setRunning(v.running);
+  b.setRejected(v.rejected);
+  b.setTrained(v.trained);
+  b.setStale(v.stale);
+  b.setOrphaned(v.orphaned);
+  b.setNextAckSeq(v.next_ack_seq);
+  auto eps = b.initEpisodes(static_cast<unsigned>(v.episodes.size()));
+  for (unsigned i = 0; i < v.episodes.size(); ++i) {
+    const LedgerEpisodeRecord& e = v.episodes[i];
+    auto o = eps[i];
+    o.setEpisodeId(text(e.episode_id.value()));
+    o.setTaskId(text(e.task_id.value()));
+    o.setSeq(e.seq);
+    o.setAttempt(e.attempt);
+    o.setWorkerId(text(e.worker_id.value()));
+    o.setDispatchedVersion(e.dispatched_version.value());
+    o.setPhase(e.phase);
+    o.setStage(static_cast<std::uint8_t>(e.stage));
+    o.setAckSeq(e.ack_seq);
+  }
+  auto last = b.initLastStepEpisodes(static_cast<unsigned>(v.last_step_episodes.size()));
+  for (unsigned i = 0; i < v.last_step_episodes.size(); ++i) {
+    last.set(i, text(v.last_step_episodes[i].value()));
+  }
+}
+
+CoordinatorStateRecord read_coordinator_state(ws::CoordinatorState::Reader r) {
+  CoordinatorStateRecord v;
+  v.step = r.getStep();
+  v.stage_index = r.getStageIndex();
+  v.stage_steps = r.getStageSteps();
+  v.policy_version = PolicyVersion{r.getPolicyVersion()};
+  v.sampler_epoch = r.getSamplerEpoch();
+  v.sampler_index = r.getSamplerIndex();
+  v.next_episode_seq = r.getNextEpisodeSeq();
+  v.accepted = r.getAccepted();
+  v.running = r.getRunning();
+  v.rejected = r.getRejected();
+  v.trained = r.getTrained();
+  v.stale = r.getStale();
+  v.orphaned = r.getOrphaned();
+  v.next_ack_seq = r.getNextAckSeq();
+  for (auto o : r.getEpisodes()) {
+    LedgerEpisodeRecord e;
+    e.episode_id = EpisodeId{str(o.getEpisodeId())};
+    e.task_id = TaskId{str(o.getTaskId())};
+    e.seq = o.getSeq();
+    e.attempt = o.getAttempt();
+    e.worker_id = WorkerId{str(o.getWorkerId())};
+    e.dispatched_version = PolicyVersion{o.getDispatchedVersion()};
+    e.phase = o.getPhase();
+    e.stage = static_cast<EpisodeStage>(o.getStage());
+    e.ack_seq = o.getAckSeq();
+    v.episodes.push_back(std::move(e));
+  }
+  for (auto t : r.getLastStepEpisodes()) v.last_step_episodes.push_back(EpisodeId{str(t)});
+  return v;
+}
+
 }  // namespace
 
 std::string to_string(EpisodeStage stage) {
@@ -156,6 +224,7 @@ std::string encode_store_value(const RunRecord& v) {
   b.setStage(static_cast<std::uint8_t>(v.stage));
   b.setPolicyVersion(v.policy_version.value());
   b.setManifest(text(v.manifest));
+  if (v.coordinator_state) fill_coordinator_state(b.initCoordinatorState(), *v.coordinator_state);
   return finish(m, StoreRecordKind::kRun);
 }
 
@@ -170,6 +239,7 @@ std::string encode_store_value(const CheckpointRecord& v) {
   b.setSizeBytes(v.size_bytes);
   b.setChecksum(text(v.checksum));
   b.setCreatedUnixMs(v.created_unix_ms);
+  if (v.coordinator_state) fill_coordinator_state(b.initCoordinatorState(), *v.coordinator_state);
   return finish(m, StoreRecordKind::kCheckpoint);
 }
 
@@ -278,6 +348,9 @@ Status decode_store_value(std::string_view bytes, RunRecord* out) {
     out->stage = static_cast<EpisodeStage>(r.getStage());
     out->policy_version = PolicyVersion{r.getPolicyVersion()};
     out->manifest = str(r.getManifest());
+    out->coordinator_state.reset();
+    if (r.hasCoordinatorState())
+      out->coordinator_state = read_coordinator_state(r.getCoordinatorState());
   });
 }
 
@@ -291,6 +364,9 @@ Status decode_store_value(std::string_view bytes, CheckpointRecord* out) {
     out->size_bytes = r.getSizeBytes();
     out->checksum = str(r.getChecksum());
     out->created_unix_ms = r.getCreatedUnixMs();
+    out->coordinator_state.reset();
+    if (r.hasCoordinatorState())
+      out->coordinator_state = read_coordinator_state(r.getCoordinatorState());
   });
 }
 

@@ -22,8 +22,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/error.h"
 #include "core/ids.h"
@@ -159,6 +161,39 @@ struct EvaluationRecord {
   std::int64_t created_unix_ms = 0;
 };
 
+/// One episode the coordinator dispatched and has not seen trained (store.capnp LedgerEpisode).
+struct LedgerEpisodeRecord {
+  EpisodeId episode_id;
+  TaskId task_id;
+  std::uint64_t seq = 0;      ///< the coordinator's mint number
+  std::uint32_t attempt = 1;  ///< the attempt dispatched last
+  WorkerId worker_id;         ///< that attempt's worker; empty while queued for a rerun
+  PolicyVersion dispatched_version;
+  std::uint8_t phase = 0;  ///< 0 queued for a rerun, 1 in flight, 2 acknowledged
+  EpisodeStage stage = EpisodeStage::kEvaluation;
+  std::uint64_t ack_seq = 0;  ///< order of acknowledgement (phase 2)
+};
+
+/// The coordinator's state (store.capnp CoordinatorState; coordinator/coordinator_state.h).
+struct CoordinatorStateRecord {
+  std::uint64_t step = 0;
+  std::uint32_t stage_index = 0;
+  std::uint64_t stage_steps = 0;
+  PolicyVersion policy_version;
+  std::uint64_t sampler_epoch = 0;
+  std::uint64_t sampler_index = 0;
+  std::uint64_t next_episode_seq = 0;
+  std::uint64_t accepted = 0;
+  std::uint64_t running = 0;
+  std::uint64_t rejected = 0;
+  std::uint64_t trained = 0;
+  std::uint64_t stale = 0;
+  std::uint64_t orphaned = 0;
+  std::uint64_t next_ack_seq = 0;
+  std::vector<LedgerEpisodeRecord> episodes;
+  std::vector<EpisodeId> last_step_episodes;
+};
+
 struct RunRecord {
   RunId run_id;
   std::int64_t created_unix_ms = 0;
@@ -167,6 +202,8 @@ struct RunRecord {
   EpisodeStage stage = EpisodeStage::kEvaluation;
   PolicyVersion policy_version;
   std::string manifest;  ///< TOML text
+  /// The coordinator's state after its latest step; unset before the first.
+  std::optional<CoordinatorStateRecord> coordinator_state;
 };
 
 struct CheckpointRecord {
@@ -178,6 +215,8 @@ struct CheckpointRecord {
   std::uint64_t size_bytes = 0;
   std::string checksum;
   std::int64_t created_unix_ms = 0;
+  /// The coordinator's state at this checkpoint, written in the same record; unset when none.
+  std::optional<CoordinatorStateRecord> coordinator_state;
 };
 
 struct MetricRecord {

@@ -1,0 +1,47 @@
+// CAF 0.17 `inspect` overloads for the project's shared value types that travel in the
+// coordinator's actor messages (strong ids, Error, the store's episode record), so the messages
+// are proper CAF types (serializable, printable by deep_to_string) and never
+// CAF_ALLOW_UNSAFE_MESSAGE_TYPE. Found by argument-dependent lookup (namespace cuda_agent).
+//
+// These belong with the types' owners (core/, messages/) once another part needs them; they live
+// here because core/ and messages/ do not depend on CAF.
+//
+// Threading: free functions without state.
+#pragma once
+
+#include <caf/error.hpp>
+#include <caf/meta/load_callback.hpp>
+#include <caf/meta/type_name.hpp>
+#include <caf/none.hpp>
+
+#include "core/error.h"
+#include "core/ids.h"
+#include "messages/store_codec.h"
+
+namespace cuda_agent {
+
+/// A strong id as its representation; a load rebuilds the id from it.
+template <class Inspector, class Tag, class Rep>
+typename Inspector::result_type inspect(Inspector& f, StrongId<Tag, Rep>& x) {
+  Rep rep = x.value();
+  auto rebuild = caf::meta::load_callback([&]() -> caf::error {
+    x = StrongId<Tag, Rep>{rep};
+    return caf::none;
+  });
+  return f(rep, rebuild);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, Error& x) {
+  return f(caf::meta::type_name("cuda_agent.Error"), x.category, x.code, x.message);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, EpisodeRecord& x) {
+  return f(caf::meta::type_name("cuda_agent.EpisodeRecord"), x.episode_id, x.run_id, x.task_id,
+           x.stage, x.policy_version, x.status, x.final_reward, x.turns, x.invalid_tool_calls,
+           x.wasted_loops, x.total_tokens, x.created_unix_ms, x.trajectory_size,
+           x.trajectory_bytes);
+}
+
+}  // namespace cuda_agent

@@ -1,0 +1,247 @@
+// Deterministic tests of the coordinator's protocol on CAF's test coordinator: every message is
+// delivered when the test runs the scheduler, time moves only when the test advances it, and the
+// fake store completes a write only when the test says so. Each test names the interleaving.
+#include "coordinator/coordinator_actor.h"
+
+#include "coordinator/actor_test_fixture.h"
+
+namespace cuda_agent {
+namespace {
+
+using namespace std::chrono_literals;
+using coord_test::CoordinatorActorTest;
+using coord_test::fake_subscriber;
+using coord_test::kRun;
+using coord_test::LearnerLog;
+
+// Interleaving: two asks fill version 0's batch (B = 2, S = 0); a third gets "none now"; the step
+// runs and its write is pending: still none; the write completes: version 1 is published and
+// admits the next batch.
+TEST_F(CoordinatorActorTest, WorkIsHandedOutUnderTheBound) {
+  start(options(2, 0));
+  std::vector<PolicyVersion> seen;
+  auto sub = sys_->spawn(fake_subscriber, &seen);
+  spawned_.push_back(caf::actor_cast<caf::actor>(sub));
+  caf::anon_send(coord_, subscribe_atom::value, sub);
+  WorkReply a = ask("w1"), b = ask("w2"), c = ask("w3");
+  ASSERT_TRUE(a.assigned && b.assigned);
+  EXPECT_EQ(a.assignment.policy_version, PolicyVersion{0});
+  EXPECT_NE(a.assignment.episode_id, b.assignment.episode_id);
+  EXPECT_FALSE(c.assigned);
+  EXPECT_EQ(c.retry_after_ms, 1000);
+  EXPECT_NE(c.reason.find("staleness bound"), std::string::npos);
+  EXPECT_EQ(submit("w1", a.assignment).status, SubmitStatus::kAcknowledged);
+  EXPECT_EQ(submit("w2", b.assignment).status, SubmitStatus::kAcknowledged);
+  LearnerLog log;
+  attach_learner(&log);
+  ASSERT_EQ(log.steps.size(), 1u);
+  ASSERT_EQ(store_.pending.size(), 1u) << "the step's write";
+  EXPECT_FALSE(ask("w3").assigned) << "version 1 is not durable yet";
+  store_.complete_next();
+  sched_->run();
+  EXPECT_EQ(seen, (std::vector<PolicyVersion>{PolicyVersion{0}, PolicyVersion{1}}));
+  WorkReply d = ask("w3");
+  ASSERT_TRUE(d.assigned);
+  EXPECT_EQ(d.assignment.policy_version, PolicyVersion{1});
+  ASSERT_TRUE(store_.runs.count(kRun));
+  EXPECT_EQ(store_.runs[kRun].policy_version, PolicyVersion{1});
+  EXPECT_EQ(store_.runs[kRun].coordinator_state->last_step_episodes,
+            (std::vector<EpisodeId>{a.assignment.episode_id, b.assignment.episode_id}));
+}
+
+// Interleaving: submit -> the store has not called back -> no reply; the callback -> the reply.
+TEST_F(CoordinatorActorTest, TrajectoryIsAcknowledgedOnlyAfterTheStoresCallback) {
+  start(options(2, 1));
+  Assignment a = ask("w1").assignment;
+  auto rh = send_submit("w1", a);
+  EXPECT_TRUE(no_reply_yet());
+  ASSERT_EQ(store_.pending.size(), 1u);
+  EXPECT_EQ(status().accepted, 0u);
+  store_.complete_next();
+  sched_->run();
+  EXPECT_FALSE(no_reply_yet());
+  EXPECT_EQ(reply(rh).status, SubmitStatus::kAcknowledged);
+  EXPECT_EQ(status().accepted, 1u);
+  ASSERT_EQ(store_.episodes.size(), 1u);
+
+  // A failed write is reported so the worker keeps the trajectory and retries.
+  Assignment b = ask("w1").assignment;
+  auto rb = send_submit("w1", b);
+  store_.complete_next(make_error(ErrorCategory::kIo, "store.io", "disk full"));
+  sched_->run();
+  EXPECT_EQ(reply(rb).status, SubmitStatus::kStoreFailed);
+  EXPECT_EQ(submit("w1", b).status, SubmitStatus::kAcknowledged);
+}
+
+// Interleaving: w1 takes an episode and heartbeats once, then goes silent; w2 keeps beating.
+// Suspect after 10 s, lost after 20 s: the episode is queued; w2 reruns it as attempt 2; w1's
+// late attempt 1 is refused; the episode is stored and trained once.
+TEST_F(CoordinatorActorTest, WorkerLostMidEpisodeIsRerunAsAttemptTwoAndCountedOnce) {
+  start(options(1, 0));
+  Assignment a = ask("w1").assignment;
+  caf::anon_send(coord_, heartbeat_atom::value,
+                 Heartbeat{WorkerId{"w1"}, MemberRole::kRolloutWorker});
+  sched_->run();
+  EXPECT_FALSE(ask("w2").assigned) << "B = 1, S = 0: the only slot is w1's";
+  for (int s = 0; s < 22; ++s) {
+    caf::anon_send(coord_, heartbeat_atom::value,
+                   Heartbeat{WorkerId{"w2"}, MemberRole::kRolloutWorker});
+    sched_->run();
+    sched_->advance_time(1s);
+    sched_->run();
+  }
+  EXPECT_EQ(status().queued, 1u);
+  WorkReply rerun = ask("w2");
+  ASSERT_TRUE(rerun.assigned);
+  EXPECT_EQ(rerun.assignment.episode_id, a.episode_id);
+  EXPECT_EQ(rerun.assignment.attempt, 2u);
+  EXPECT_EQ(submit("w1", a).status, SubmitStatus::kSuperseded);
+  EXPECT_EQ(submit("w2", rerun.assignment).status, SubmitStatus::kAcknowledged);
+  LearnerLog log;
+  attach_learner(&log);
+  pump();
+  ASSERT_EQ(log.steps.size(), 1u);
+  EXPECT_EQ(log.steps[0].episodes, std::vector<EpisodeId>{a.episode_id});
+  CoordinatorStatus st = status();
+  EXPECT_EQ(st.trained, 1u);
+  EXPECT_EQ(st.queued + st.in_flight + st.waiting, 0u);
+  EXPECT_EQ(store_.episodes.size(), 1u);
+}
+
+// Interleaving: S = 0 over a two-stage plan (single-turn 2 steps, then agentic 2 steps), workers
+// finishing in reverse order. Rule: every episode trained in step k was dispatched at version k
+// (the version step k trains from), so no episode of version v is trained in any step but v.
+TEST_F(CoordinatorActorTest, ZeroStalenessIsSynchronousPpoAcrossStages) {
+  CoordinatorOptions o =
+      options(3, 0, {{EpisodeStage::kSingleTurnWarmup, 2}, {EpisodeStage::kAgenticPpo, 2}});
+  o.checkpoint_every_steps = 2;
+  start(o);
+  LearnerLog log;
+  attach_learner(&log);
+  std::map<EpisodeId, Assignment> dispatched;
+  for (int round = 0; round < 8 && !status().finished; ++round) {
+    std::vector<Assignment> got;
+    for (int w = 0; w < 5; ++w) {
+      WorkReply r = ask("w" + std::to_string(w));
+      if (r.assigned) got.push_back(r.assignment);
+    }
+    EXPECT_LE(got.size(), 3u) << "one batch per version";
+    for (auto it = got.rbegin(); it != got.rend(); ++it) {
+      dispatched[it->episode_id] = *it;
+      EXPECT_EQ(submit("w", *it).status, SubmitStatus::kAcknowledged);
+    }
+    pump();
+  }
+  ASSERT_TRUE(status().finished);
+  ASSERT_EQ(log.steps.size(), 4u);
+  for (const TrainStep& s : log.steps) {
+    EXPECT_EQ(s.version, PolicyVersion{s.step});
+    EXPECT_EQ(s.stage, s.step < 2 ? EpisodeStage::kSingleTurnWarmup : EpisodeStage::kAgenticPpo);
+    ASSERT_EQ(s.episodes.size(), 3u);
+    for (const EpisodeId& id : s.episodes) {
+      EXPECT_EQ(dispatched.at(id).policy_version, s.version) << id.value();
+      EXPECT_EQ(dispatched.at(id).stage, s.stage);
+    }
+  }
+  EXPECT_EQ(log.checkpoints.size(), 2u);
+  ASSERT_EQ(store_.checkpoints.size(), 2u);
+  EXPECT_TRUE(store_.checkpoints.at(4).coordinator_state);
+  EXPECT_EQ(store_.checkpoints.at(4).coordinator_state->step, 4u);
+  EXPECT_EQ(store_.runs[kRun].state, "finished");
+  EXPECT_FALSE(ask("w0").assigned);
+  EXPECT_EQ(status().trained, 12u);
+  EXPECT_EQ(status().stale, 0u);
+}
+
+// Interleaving: step 0 recorded (e2 in flight in the saved state); then e3 dispatched and stored;
+// the coordinator is killed; a new one starts from the store: step and version come back, e3 is
+// waiting (nothing acknowledged lost), e2 is queued and rerun as attempt 2.
+TEST_F(CoordinatorActorTest, RestartFromTheStoreRebuildsState) {
+  start(options(2, 1));
+  std::vector<Assignment> e;
+  for (int i = 0; i < 3; ++i) e.push_back(ask("w1").assignment);
+  submit("w1", e[0]);
+  submit("w1", e[1]);
+  LearnerLog log;
+  attach_learner(&log);
+  pump();
+  ASSERT_EQ(log.steps.size(), 1u);
+  e.push_back(ask("w1").assignment);
+  EXPECT_EQ(e[3].policy_version, PolicyVersion{1});
+  EXPECT_EQ(submit("w1", e[3]).status, SubmitStatus::kAcknowledged);
+
+  caf::anon_send_exit(coord_, caf::exit_reason::kill);
+  sched_->run();
+  start(options(2, 1));
+  CoordinatorStatus st = status();
+  EXPECT_EQ(st.step, 1u);
+  EXPECT_EQ(st.version, PolicyVersion{1});
+  EXPECT_EQ(st.trained, 2u);
+  EXPECT_EQ(st.waiting, 1u);  // e3
+  EXPECT_EQ(st.queued, 1u);   // e2
+  EXPECT_EQ(st.in_flight, 0u);
+  const std::uint64_t writes = store_.submitted;
+  EXPECT_EQ(submit("w1", e[3]).status, SubmitStatus::kAcknowledged)
+      << "a resubmission after restart";
+  EXPECT_EQ(store_.submitted, writes);
+  WorkReply rerun = ask("w2");
+  ASSERT_TRUE(rerun.assigned);
+  EXPECT_EQ(rerun.assignment.episode_id, e[2].episode_id);
+  EXPECT_EQ(rerun.assignment.attempt, 2u);
+  EXPECT_EQ(submit("w1", e[2]).status, SubmitStatus::kSuperseded);
+  EXPECT_EQ(submit("w2", rerun.assignment).status, SubmitStatus::kAcknowledged);
+  attach_learner(&log);
+  pump();
+  ASSERT_EQ(log.steps.size(), 2u);
+  EXPECT_EQ(log.steps[1].step, 1u);
+  // Both were dispatched at version 1 (a rerun counts from its new dispatch); e3 was acknowledged
+  // first.
+  EXPECT_EQ(log.steps[1].episodes, (std::vector<EpisodeId>{e[3].episode_id, e[2].episode_id}));
+}
+
+// Interleaving: the same trajectory arrives twice before the store calls back (one write, two
+// acknowledgements after it), then a third time after (acknowledged at once, nothing written).
+TEST_F(CoordinatorActorTest, DuplicateSubmissionIsAcknowledgedIdempotently) {
+  start(options(2, 1));
+  Assignment a = ask("w1").assignment;
+  auto first = send_submit("w1", a);
+  auto second = send_submit("w1", a);
+  EXPECT_TRUE(no_reply_yet());
+  EXPECT_EQ(store_.submitted, 1u);
+  store_.complete_next();
+  sched_->run();
+  EXPECT_EQ(reply(first).status, SubmitStatus::kAcknowledged);
+  EXPECT_EQ(reply(second).status, SubmitStatus::kAcknowledged);
+  EXPECT_EQ(submit("w1", a).status, SubmitStatus::kAcknowledged);
+  EXPECT_EQ(store_.submitted, 1u);
+  EXPECT_EQ(status().accepted, 1u);
+  Assignment forged = a;
+  forged.task_id = TaskId{"suite/other"};
+  EXPECT_EQ(submit("w1", forged).status, SubmitStatus::kUnknown);
+}
+
+// Interleaving: the learner dies while step 0 runs (monitor -> down) -> the batch goes back; a
+// new learner is attached -> the same episodes are trained by step 0, once.
+TEST_F(CoordinatorActorTest, ALearnerThatDiesMidStepGetsItsBatchOfferedAgain) {
+  start(options(2, 1));
+  Assignment a = ask("w").assignment, b = ask("w").assignment;
+  submit("w", a);
+  submit("w", b);
+  LearnerLog holding;
+  holding.hold = true;
+  learner_peer first = attach_learner(&holding);
+  ASSERT_EQ(holding.steps.size(), 1u);
+  caf::anon_send_exit(first, caf::exit_reason::kill);
+  sched_->run();
+  EXPECT_EQ(status().waiting, 2u);
+  LearnerLog log;
+  attach_learner(&log);
+  pump();
+  ASSERT_EQ(log.steps.size(), 1u);
+  EXPECT_EQ(log.steps[0].step, 0u);
+  EXPECT_EQ(log.steps[0].episodes, holding.steps[0].episodes);
+  EXPECT_EQ(status().trained, 2u);
+}
+
+}  // namespace
+}  // namespace cuda_agent
