@@ -31,7 +31,10 @@ struct WeightTensor {
   dtype @1 :TensorDType;  # element type
   shape @2 :List(Int64);   # sizes, outermost first; empty for a scalar
   offsetBytes @3 :UInt64;  # where its bytes start in the bucket's data (row-major, contiguous)
-  sizeBytes @4 :UInt64;    # its length in bytes
+  sizeBytes @4 :UInt64;    # its length in bytes (of this piece, when split)
+  pieceOffsetBytes @5 :UInt64;  # a tensor larger than a bucket is split into pieces over
+                                # consecutive buckets: where this piece starts in the whole
+                                # tensor's bytes (0 for a whole tensor or its first piece)
 }
 
 # One bucket of a version: a group of tensors sent as one WeightBucket.
@@ -74,4 +77,38 @@ struct VersionAnnouncement {
   totalBytes @5 :UInt64;     # WeightManifest.totalBytes
   bucketCount @6 :UInt32;    # number of buckets
   publishedUnixMs @7 :Int64; # when it was published, ms since the Unix epoch (UTC)
+}
+
+# --- Weight fetch (issue 23): an engine pulls one version from the learner ranks that serve it.
+# A rank answers on a ROUTER socket; the engine sends a WeightFetchRequest frame and receives a
+# WeightFetchReply frame followed, on success, by one more frame with the payload: the encoded
+# WeightManifest, or the bucket's raw data (not a WeightBucket, so a large bucket is sent from the
+# rank's memory and read by the engine in place, without a copy).
+
+using Common = import "common.capnp";
+
+# An engine asks a learner rank for one version's manifest or one of its buckets.
+struct WeightFetchRequest {
+  schemaId @0 :UInt64;       # this struct's type id; a frame of another type is rejected
+  formatVersion @1 :UInt16;  # the sender's Common.formatVersion
+  requestId @2 :Text;        # echoed in the reply; a reply to an older request is ignored
+  runId @3 :Text;            # the run it belongs to; another run's request is refused
+  version @4 :UInt64;        # the policy version wanted
+  manifestOnly @5 :Bool;     # true: the manifest; false: bucket bucketIndex
+  bucketIndex @6 :UInt32;    # WeightBucketInfo.index (ignored when manifestOnly)
+}
+
+# A rank's answer. On success one payload frame follows (payloadBytes long).
+struct WeightFetchReply {
+  schemaId @0 :UInt64;        # this struct's type id; a frame of another type is rejected
+  formatVersion @1 :UInt16;   # the sender's Common.formatVersion
+  requestId @2 :Text;         # WeightFetchRequest.requestId
+  version @3 :UInt64;         # WeightFetchRequest.version
+  manifestOnly @4 :Bool;      # WeightFetchRequest.manifestOnly
+  bucketIndex @5 :UInt32;     # WeightFetchRequest.bucketIndex
+  payloadBytes @6 :UInt64;    # length of the payload frame the rank sent (0 on error)
+  union {
+    ok @7 :Void;              # the payload frame follows
+    error @8 :Common.Error;        # e.g. weights.not_held: this rank lacks it
+  }
 }

@@ -45,6 +45,7 @@ std::string encode_weight_manifest(const WeightManifest& manifest) {
       set_values(tensors[j].initShape(t.shape.size()), t.shape);
       tensors[j].setOffsetBytes(t.offset_bytes);
       tensors[j].setSizeBytes(t.size_bytes);
+      tensors[j].setPieceOffsetBytes(t.piece_offset_bytes);
     }
     buckets[i].setSizeBytes(b.size_bytes);
     buckets[i].setChecksum(b.checksum);
@@ -71,7 +72,8 @@ Expected<WeightManifest> decode_weight_manifest(std::string_view bytes,
           for (auto t : b.getTensors()) {
             info.tensors.push_back(WeightTensor{
                 str(t.getName()), enum_from_wire(t.getDtype(), TensorDType::kFloat8E5M2),
-                get_values<std::int64_t>(t.getShape()), t.getOffsetBytes(), t.getSizeBytes()});
+                get_values<std::int64_t>(t.getShape()), t.getOffsetBytes(), t.getSizeBytes(),
+                t.getPieceOffsetBytes()});
           }
           info.size_bytes = b.getSizeBytes();
           info.checksum = b.getChecksum();
@@ -132,6 +134,72 @@ Expected<VersionAnnouncement> decode_version_announcement(std::string_view bytes
         out.total_bytes = r.getTotalBytes();
         out.bucket_count = r.getBucketCount();
         out.published_unix_ms = r.getPublishedUnixMs();
+        return out;
+      });
+}
+
+std::string encode_weight_fetch_request(const WeightFetchRequest& request) {
+  capnp::MallocMessageBuilder message;
+  auto root = message.initRoot<wire::WeightFetchRequest>();
+  stamp(root);
+  root.setRequestId(text(request.request_id.value()));
+  root.setRunId(text(request.run_id.value()));
+  root.setVersion(request.version.value());
+  root.setManifestOnly(request.manifest_only);
+  root.setBucketIndex(request.bucket_index);
+  return capnp_io::to_bytes(message);
+}
+
+Expected<WeightFetchRequest> decode_weight_fetch_request(std::string_view bytes,
+                                                         const DecodeLimits& limits) {
+  static constexpr const char* kWhat = "WeightFetchRequest";
+  return capnp_io::read_root<wire::WeightFetchRequest>(
+      bytes, limits, kWhat, [](wire::WeightFetchRequest::Reader r) -> Expected<WeightFetchRequest> {
+        RETURN_IF_ERROR(check_stamp(r, kWhat));
+        WeightFetchRequest out;
+        out.request_id = RequestId{str(r.getRequestId())};
+        out.run_id = RunId{str(r.getRunId())};
+        out.version = PolicyVersion{r.getVersion()};
+        out.manifest_only = r.getManifestOnly();
+        out.bucket_index = r.getBucketIndex();
+        return out;
+      });
+}
+
+std::string encode_weight_fetch_reply(const WeightFetchReply& reply) {
+  capnp::MallocMessageBuilder message;
+  auto root = message.initRoot<wire::WeightFetchReply>();
+  stamp(root);
+  root.setRequestId(text(reply.request_id.value()));
+  root.setVersion(reply.version.value());
+  root.setManifestOnly(reply.manifest_only);
+  root.setBucketIndex(reply.bucket_index);
+  root.setPayloadBytes(reply.payload_bytes);
+  if (reply.outcome) {
+    root.setOk();
+  } else {
+    set_error(root.initError(), reply.outcome.error());
+  }
+  return capnp_io::to_bytes(message);
+}
+
+Expected<WeightFetchReply> decode_weight_fetch_reply(std::string_view bytes,
+                                                     const DecodeLimits& limits) {
+  static constexpr const char* kWhat = "WeightFetchReply";
+  return capnp_io::read_root<wire::WeightFetchReply>(
+      bytes, limits, kWhat, [](wire::WeightFetchReply::Reader r) -> Expected<WeightFetchReply> {
+        RETURN_IF_ERROR(check_stamp(r, kWhat));
+        WeightFetchReply out;
+        out.request_id = RequestId{str(r.getRequestId())};
+        out.version = PolicyVersion{r.getVersion()};
+        out.manifest_only = r.getManifestOnly();
+        out.bucket_index = r.getBucketIndex();
+        out.payload_bytes = r.getPayloadBytes();
+        switch (r.which()) {
+          case wire::WeightFetchReply::OK: break;
+          case wire::WeightFetchReply::ERROR: out.outcome = get_error(r.getError()); break;
+          default: return unknown_variant(static_cast<unsigned>(r.which()), kWhat);
+        }
         return out;
       });
 }

@@ -51,6 +51,9 @@ struct WeightTensor {
   std::vector<std::int64_t> shape;            ///< outermost first; empty for a scalar
   std::uint64_t offset_bytes = 0;             ///< where its bytes start in the bucket's data
   std::uint64_t size_bytes = 0;               ///< its length (row-major, contiguous)
+  /// A tensor larger than a bucket is split into pieces over consecutive buckets: where this
+  /// piece starts in the whole tensor's bytes (0 for a whole tensor). size_bytes is the piece's.
+  std::uint64_t piece_offset_bytes = 0;
 };
 
 /// One bucket of a version.
@@ -100,5 +103,36 @@ Expected<WeightBucket> decode_weight_bucket(std::string_view bytes,
 std::string encode_version_announcement(const VersionAnnouncement& announcement);
 Expected<VersionAnnouncement> decode_version_announcement(std::string_view bytes,
                                                           const DecodeLimits& limits = {});
+
+// --- Weight fetch (issue 23): an engine pulls a version from the learner ranks serving it
+// (actors/weight_sync.h). The request is one frame; the reply is a WeightFetchReply frame followed,
+// when it is ok, by one payload frame: the encoded WeightManifest, or the bucket's raw bytes.
+
+/// An engine asks a learner rank for one version's manifest or one of its buckets.
+struct WeightFetchRequest {
+  RequestId request_id;        ///< echoed in the reply; replies to older requests are ignored
+  RunId run_id;                ///< the run; a rank refuses another run's request
+  PolicyVersion version;       ///< the version wanted
+  bool manifest_only = false;  ///< true: the manifest; false: bucket `bucket_index`
+  std::uint32_t bucket_index = 0;
+};
+
+/// A rank's answer: ok (a payload frame of payload_bytes follows) or an Error.
+struct WeightFetchReply {
+  RequestId request_id;        ///< WeightFetchRequest::request_id
+  PolicyVersion version;       ///< WeightFetchRequest::version
+  bool manifest_only = false;  ///< WeightFetchRequest::manifest_only
+  std::uint32_t bucket_index = 0;
+  std::uint64_t payload_bytes = 0;  ///< length of the payload frame (0 on error)
+  Status outcome;                   ///< ok, or why the rank did not serve it
+};
+
+std::string encode_weight_fetch_request(const WeightFetchRequest& request);
+Expected<WeightFetchRequest> decode_weight_fetch_request(std::string_view bytes,
+                                                         const DecodeLimits& limits = {});
+
+std::string encode_weight_fetch_reply(const WeightFetchReply& reply);
+Expected<WeightFetchReply> decode_weight_fetch_reply(std::string_view bytes,
+                                                     const DecodeLimits& limits = {});
 
 }  // namespace cuda_agent

@@ -131,5 +131,50 @@ TEST(LearnerCodec, RejectsANewerFormatVersionAndAnotherMessageType) {
   EXPECT_EQ(decode_version_announcement(manifest).error().code, "wire.wrong_type");
 }
 
+TEST(LearnerCodec, WeightTensorPieceOffsetRoundTrips) {
+  WeightManifest m;
+  m.buckets.resize(1);
+  m.buckets[0].tensors.push_back({"embed", TensorDType::kBFloat16, {8, 4}, 0, 32, 32});
+  auto out = decode_weight_manifest(encode_weight_manifest(m));
+  ASSERT_TRUE(out) << out.error().to_string();
+  EXPECT_EQ(out->buckets[0].tensors[0].piece_offset_bytes, 32u);
+  EXPECT_EQ(out->buckets[0].tensors[0].size_bytes, 32u);
+}
+
+TEST(LearnerCodec, WeightFetchRequestAndReplyRoundTrip) {
+  WeightFetchRequest q{RequestId{"f-1"}, RunId{"run-7"}, PolicyVersion{43}, false, 5};
+  auto back = decode_weight_fetch_request(encode_weight_fetch_request(q));
+  ASSERT_TRUE(back) << back.error().to_string();
+  EXPECT_EQ(back->request_id, q.request_id);
+  EXPECT_EQ(back->run_id, q.run_id);
+  EXPECT_EQ(back->version, PolicyVersion{43});
+  EXPECT_FALSE(back->manifest_only);
+  EXPECT_EQ(back->bucket_index, 5u);
+
+  WeightFetchReply ok{RequestId{"f-1"}, PolicyVersion{43}, true, 0, 1234, Status::ok()};
+  auto r = decode_weight_fetch_reply(encode_weight_fetch_reply(ok));
+  ASSERT_TRUE(r) << r.error().to_string();
+  EXPECT_TRUE(r->outcome.is_ok());
+  EXPECT_TRUE(r->manifest_only);
+  EXPECT_EQ(r->payload_bytes, 1234u);
+
+  WeightFetchReply bad = ok;
+  bad.outcome = make_error(ErrorCategory::kNotFound, "weights.not_held", "version 43 was freed");
+  auto e = decode_weight_fetch_reply(encode_weight_fetch_reply(bad));
+  ASSERT_TRUE(e) << e.error().to_string();
+  ASSERT_FALSE(e->outcome.is_ok());
+  EXPECT_EQ(e->outcome.error().code, "weights.not_held");
+  EXPECT_EQ(e->outcome.error().category, ErrorCategory::kNotFound);
+  EXPECT_EQ(e->outcome.error().message, "version 43 was freed");
+
+  const std::string request = encode_weight_fetch_request(q);
+  EXPECT_EQ(decode_weight_fetch_reply(request).error().code, "wire.wrong_type");
+  EXPECT_EQ(decode_weight_fetch_request(encode_weight_fetch_reply(ok)).error().code,
+            "wire.wrong_type");
+  EXPECT_EQ(decode_weight_fetch_request(with_format_version(request, false, 9)).error().code,
+            "wire.version");
+  EXPECT_FALSE(decode_weight_fetch_request(request.substr(0, request.size() / 2)));
+}
+
 }  // namespace
 }  // namespace cuda_agent
