@@ -1,39 +1,44 @@
 #include "cli/solution_files.h"
 
-#include <algorithm>
-#include <fstream>
-#include <sstream>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "compile_farm/source_checks.h"
+#include "core/unique_fd.h"
 
 namespace cuda_agent::cli {
 namespace fs = std::filesystem;
 
 Expected<std::string> read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in)
-    return make_error(ErrorCategory::kNotFound, "cli.read", "cannot read '" + p.string() + "'");
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+  auto fail = [&](const std::string& why) {
+    return make_error(ErrorCategory::kNotFound, "cli.read",
+                      "cannot read '" + p.string() + "': " + why);
+  };
+  UniqueFd fd(::open(p.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+  if (fd.fd < 0) return fail(std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd.fd, &st) != 0) return fail(std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return fail("not a regular file");
+  std::string out;
+  char buf[64 << 10];
+  for (;;) {
+    const ssize_t n = ::read(fd.fd, buf, sizeof buf);
+    if (n == 0) break;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return fail(std::strerror(errno));
+    }
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  return out;
 }
 
 Expected<std::vector<SourceFile>> read_solution(const fs::path& dir) {
-  std::error_code ec;
-  if (!fs::is_directory(dir / "kernels", ec))
-    return make_error(ErrorCategory::kInvalidInput, "cli.solution",
-                      "'" + dir.string() + "' has no kernels/ directory (DESIGN.md section 4)");
-  std::vector<SourceFile> files;
-  for (const auto& e : fs::directory_iterator(dir / "kernels", ec)) {
-    if (!e.is_regular_file()) continue;
-    ASSIGN_OR_RETURN(std::string content, read_text(e.path()));
-    files.push_back({"kernels/" + e.path().filename().string(), std::move(content)});
-  }
-  if (fs::exists(dir / "model_new.py", ec)) {
-    ASSIGN_OR_RETURN(std::string content, read_text(dir / "model_new.py"));
-    files.push_back({"model_new.py", std::move(content)});
-  }
-  std::sort(files.begin(), files.end(),
-            [](const SourceFile& a, const SourceFile& b) { return a.path < b.path; });
-  return files;
+  return compile_farm::read_solution_directory(dir.string());
 }
 
 }  // namespace cuda_agent::cli

@@ -1,11 +1,20 @@
 #include "compile_farm/source_checks.h"
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <regex>
 #include <set>
 
 #include "compile_farm/source_scan.h"
+#include "core/unique_fd.h"
 
 namespace cuda_agent::compile_farm {
 namespace {
@@ -136,14 +145,19 @@ std::string normalise_header(std::string name) {
   return name;
 }
 
+// An include path that is absolute, parent-relative or uses backslashes.
+bool escapes_solution(const std::string& raw) {
+  return raw.empty() || raw[0] == '/' || raw.find('\\') != std::string::npos ||
+         raw.find("..") != std::string::npos;
+}
+
 void check_header(const std::string& file, int line, const std::string& raw, bool quoted,
                   const std::set<std::string>& solution_paths, LibraryPolicy policy,
                   std::vector<Finding>& out) {
   auto add = [&](std::string rule, std::string message) {
     out.push_back({file, line, std::move(rule), std::move(message)});
   };
-  if (raw.empty() || raw[0] == '/' || raw.find('\\') != std::string::npos ||
-      raw.find("..") != std::string::npos) {
+  if (escapes_solution(raw)) {
     add("include.path",
         "'" + raw + "': include paths must be relative and stay inside the solution");
     return;
@@ -178,9 +192,38 @@ std::string_view head_before(const std::string& code, std::size_t brace) {
   return std::string_view(code).substr(b, brace - b);
 }
 
-bool is_device_function_body(const std::string& code, std::size_t pos) {
+// Whether `head` marks host code: __host__, or a macro defined (in this file) to contain it.
+bool names_host(std::string_view head, const std::set<std::string, std::less<>>& host_macros) {
+  for (const Token& t : identifiers(std::string(head)))
+    if (t.text == "__host__" || host_macros.count(t.text)) return true;
+  return false;
+}
+
+// Macros whose definition names __host__ (or another such macro): `#define HD __host__ __device__`.
+std::set<std::string, std::less<>> host_macros_of(const ScannedSource& src) {
+  std::set<std::string, std::less<>> out;
+  std::vector<std::pair<std::string, std::string>> defines;
+  for (const Directive& d : directives(src)) {
+    if (d.name != "define") continue;
+    std::size_t e = 0;
+    while (e < d.argument.size() &&
+           (std::isalnum(static_cast<unsigned char>(d.argument[e])) || d.argument[e] == '_'))
+      ++e;
+    defines.emplace_back(d.argument.substr(0, e), d.argument.substr(e));
+  }
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (const auto& [name, body] : defines)
+      if (!out.count(name) && names_host(body, out)) grew = out.insert(name).second;
+  }
+  return out;
+}
+
+bool is_device_function_body(const std::string& code, std::size_t pos,
+                             const std::set<std::string, std::less<>>& host_macros) {
   // Walk outwards through the enclosing braces; a __device__ or __global__ head on any of them
-  // makes this device code.
+  // makes this device code, unless it is also __host__: the host compiler gets that copy, and
+  // the host assembler's .incbin reads any file the compiler can.
   int depth = 0;
   for (std::size_t i = pos; i-- > 0;) {
     if (code[i] == '}')
@@ -191,6 +234,7 @@ bool is_device_function_body(const std::string& code, std::size_t pos) {
         continue;
       }
       std::string_view head = head_before(code, i);
+      if (names_host(head, host_macros)) return false;
       if (head.find("__device__") != std::string_view::npos ||
           head.find("__global__") != std::string_view::npos)
         return true;
@@ -199,14 +243,98 @@ bool is_device_function_body(const std::string& code, std::size_t pos) {
   return false;
 }
 
+// The preprocessor's file operators outside #include: __has_include("/abs") answers whether any
+// file exists (an oracle), `#pragma GCC dependency "f"` stats a file and names it in an error.
+void check_file_operators(const std::string& file, const ScannedSource& src,
+                          std::vector<Finding>& out) {
+  const std::string& code = src.code;
+  const std::string& text = src.with_strings;
+  auto add = [&](std::size_t offset, std::string message) {
+    out.push_back({file, src.line_of(offset), "include.path", std::move(message)});
+  };
+  auto next_char = [&](std::size_t p) {
+    while (p < code.size() && std::isspace(static_cast<unsigned char>(code[p]))) ++p;
+    return p;
+  };
+  const std::vector<Token> tokens = identifiers(code);
+  for (std::size_t k = 0; k < tokens.size(); ++k) {
+    const Token& t = tokens[k];
+    const std::size_t after = next_char(t.offset + t.text.size());
+    if (t.text == "__has_include_next" || t.text == "__has_embed") {
+      add(t.offset, std::string(t.text) + " is not allowed");
+    } else if (t.text == "__has_include") {
+      if (after >= code.size() || code[after] != '(') {
+        // Bare: only `defined(__has_include)`, `#ifdef __has_include` and `#ifndef`.
+        const std::string_view prev = k > 0 ? tokens[k - 1].text : std::string_view();
+        if (prev != "defined" && prev != "ifdef" && prev != "ifndef")
+          add(t.offset,
+              "__has_include is allowed only as __has_include(\"file\") or "
+              "__has_include(<header>), or in defined()/#ifdef");
+        continue;
+      }
+      const std::size_t a = next_char(after + 1);
+      const char open = a < text.size() ? text[a] : '\0';
+      const char close = open == '"' ? '"' : open == '<' ? '>' : '\0';
+      const std::size_t end = close ? text.find(close, a + 1) : std::string::npos;
+      const std::size_t eol = text.find('\n', a);
+      if (!close || end == std::string::npos || end > eol || next_char(end + 1) >= code.size() ||
+          code[next_char(end + 1)] != ')') {
+        add(t.offset, "__has_include takes only a \"file\" or <header> argument, no macros");
+        continue;
+      }
+      const std::string raw = text.substr(a + 1, end - a - 1);
+      if (escapes_solution(raw))
+        add(t.offset, "__has_include(" + std::string(1, open) + raw + std::string(1, close) +
+                          "): paths must be relative and stay inside the solution (an "
+                          "absolute or parent path asks whether a host file exists)");
+    } else if (t.text == "dependency" && k > 0 && tokens[k - 1].text == "GCC") {
+      add(t.offset, "#pragma GCC dependency reads another file: not allowed");
+    } else if (t.text == "_Pragma" && after < code.size() && code[after] == '(') {
+      const std::size_t close = matching_close(code, after);
+      const std::string arg =
+          text.substr(after, close == std::string::npos ? std::string::npos : close - after);
+      static const std::regex kDependency(R"(GCC\s+dependency)");
+      if (std::regex_search(arg, kDependency))
+        add(t.offset, "_Pragma(\"GCC dependency ...\") reads another file: not allowed");
+    }
+  }
+}
+
+// Assembler directives that read files (.incbin, .include) in any string literal or as a word.
+void check_assembler_files(const std::string& file, const ScannedSource& src,
+                           std::vector<Finding>& out) {
+  static const std::regex kFileDirective(R"(\.\s*(incbin|include)\b)");
+  const std::string& code = src.code;
+  const std::string& text = src.with_strings;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '"' || code[i] != '"') continue;  // a literal's opening quote
+    std::size_t e = i + 1;
+    while (e < text.size() && !(code[e] == '"' && text[e] == '"')) ++e;
+    std::smatch m;
+    const std::string literal = text.substr(i + 1, e - i - 1);
+    if (std::regex_search(literal, m, kFileDirective))
+      out.push_back({file, src.line_of(i), "asm.host",
+                     "assembler directive '." + m[1].str() + "' reads files: not allowed"});
+    i = e;
+  }
+  for (const Token& t : identifiers(code))
+    if (t.text == "incbin")
+      out.push_back({file, src.line_of(t.offset), "asm.host",
+                     "assembler directive '.incbin' reads files: not allowed"});
+}
+
 void check_code(const std::string& file, const ScannedSource& src, std::vector<Finding>& out) {
   const bool cu = ends_with(file, ".cu") || ends_with(file, ".cuh");
+  const auto host_macros = host_macros_of(src);
+  check_file_operators(file, src, out);
+  check_assembler_files(file, src, out);
   for (const Token& t : identifiers(src.code)) {
     int line = src.line_of(t.offset);
     if (t.text == "asm" || t.text == "__asm__" || t.text == "__asm") {
-      if (!cu || !is_device_function_body(src.code, t.offset))
+      if (!cu || !is_device_function_body(src.code, t.offset, host_macros))
         out.push_back({file, line, "asm.host",
-                       "inline assembly is allowed only in __device__ or __global__ functions"});
+                       "inline assembly is allowed only in __device__ or __global__ functions "
+                       "(not __host__ __device__: the host assembler gets that copy)"});
       continue;
     }
     for (const CallRule& rule : kForbiddenCalls) {
@@ -344,6 +472,241 @@ std::string format_findings(const std::vector<Finding>& findings, std::size_t ma
     ++shown;
   }
   return out;
+}
+
+// Reading a solution from disk: regular files inside the directory, nothing else opened.
+namespace {
+
+Error solution_error(ErrorCategory category, const std::string& code, std::string message) {
+  return make_error(category, "solution." + code, std::move(message));
+}
+
+const char* kind_of(mode_t mode) {
+  if (S_ISREG(mode)) return "a regular file";
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  if (S_ISFIFO(mode)) return "a fifo";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  return "not a regular file";
+}
+
+// " to 'TARGET'": the link's own text (never what it points to), printable and cut short.
+std::string link_text(int dir_fd, const std::string& name) {
+  char buf[200];
+  const ssize_t n = ::readlinkat(dir_fd, name.c_str(), buf, sizeof buf);
+  if (n < 0) return "";
+  std::string text(buf, static_cast<std::size_t>(n));
+  for (char& c : text)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  return " to '" + text + (n == static_cast<ssize_t>(sizeof buf) ? "...'" : "'");
+}
+
+constexpr const char* kTreeRule =
+    "a solution is a tree of regular files inside its directory (no links, devices, fifos or "
+    "sockets; copy a file in instead of linking it)";
+
+// Opens the entry `name` (one path component) of `dir_fd` as a directory or a regular file. It is
+// classified with lstat first, so a link, device or fifo is never opened; then opened with
+// O_NOFOLLOW | O_NONBLOCK and checked again with fstat (the same inode, still the right kind), so
+// an entry swapped between the two steps is refused too. `shown` names it in errors.
+Expected<UniqueFd> open_entry(int dir_fd, const std::string& name, const std::string& shown,
+                              bool directory, struct stat* st) {
+  struct stat before {};
+  if (::fstatat(dir_fd, name.c_str(), &before, AT_SYMLINK_NOFOLLOW) != 0) {
+    const int e = errno;
+    if (e == ENOENT)
+      return solution_error(ErrorCategory::kNotFound, "not_found", "'" + shown + "' is missing");
+    return solution_error(ErrorCategory::kIo, "read",
+                          "cannot stat '" + shown + "': " + std::strerror(e));
+  }
+  auto refuse = [&](const struct stat& s) -> Error {
+    std::string what = kind_of(s.st_mode);
+    if (S_ISLNK(s.st_mode)) what += link_text(dir_fd, name);
+    if (directory && !S_ISLNK(s.st_mode))
+      return solution_error(ErrorCategory::kInvalidInput, "not_regular_file",
+                            "'" + shown + "' is " + what + ", not a directory");
+    return solution_error(ErrorCategory::kInvalidInput, "not_regular_file",
+                          "'" + shown + "' is " + what + ": " + kTreeRule);
+  };
+  auto hard_linked = [&](const struct stat& s) {
+    return solution_error(ErrorCategory::kInvalidInput, "hard_link",
+                          "'" + shown + "' has " + std::to_string(s.st_nlink) +
+                              " hard links: it may be a file outside the solution; " + kTreeRule);
+  };
+  const auto right_kind = [&](mode_t m) { return directory ? S_ISDIR(m) : S_ISREG(m); };
+  if (!right_kind(before.st_mode)) return refuse(before);
+  if (!directory && before.st_nlink > 1) return hard_linked(before);
+
+  const int flags =
+      O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | (directory ? O_DIRECTORY : 0);
+  UniqueFd fd(::openat(dir_fd, name.c_str(), flags));
+  if (fd.fd < 0) {
+    const int e = errno;
+    if (e == ELOOP || e == ENOTDIR)
+      return solution_error(ErrorCategory::kInvalidInput, "not_regular_file",
+                            "'" + shown +
+                                "' changed while it was read (now a link or another "
+                                "kind of file): " +
+                                kTreeRule);
+    return solution_error(ErrorCategory::kIo, "read",
+                          "cannot open '" + shown + "': " + std::strerror(e));
+  }
+  if (::fstat(fd.fd, st) != 0)
+    return solution_error(ErrorCategory::kIo, "read",
+                          "cannot stat '" + shown + "': " + std::strerror(errno));
+  if (st->st_dev != before.st_dev || st->st_ino != before.st_ino)
+    return solution_error(ErrorCategory::kInvalidInput, "not_regular_file",
+                          "'" + shown + "' changed while it was read: " + kTreeRule);
+  if (!right_kind(st->st_mode)) return refuse(*st);
+  if (!directory && st->st_nlink > 1) return hard_linked(*st);
+  return fd;
+}
+
+Error too_large(const std::string& shown, std::size_t limit) {
+  return solution_error(
+      ErrorCategory::kInvalidInput, "too_large",
+      "'" + shown + "' is larger than " + std::to_string(limit) + " bytes, the limit per file");
+}
+
+// The bytes of an opened regular file, at most `max_bytes` (it may grow while read).
+Expected<std::string> read_opened(int fd, const struct stat& st, const std::string& shown,
+                                  std::size_t max_bytes) {
+  if (st.st_size < 0 || static_cast<std::uintmax_t>(st.st_size) > max_bytes)
+    return too_large(shown, max_bytes);
+  std::string out;
+  char buf[64 << 10];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n == 0) break;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return solution_error(ErrorCategory::kIo, "read",
+                            "cannot read '" + shown + "': " + std::strerror(errno));
+    }
+    out.append(buf, static_cast<std::size_t>(n));
+    if (out.size() > max_bytes) return too_large(shown, max_bytes);
+  }
+  return out;
+}
+
+Expected<std::string> read_entry(int dir_fd, const std::string& name, const std::string& shown,
+                                 std::size_t max_bytes) {
+  struct stat st {};
+  ASSIGN_OR_RETURN(UniqueFd fd, open_entry(dir_fd, name, shown, false, &st));
+  return read_opened(fd.fd, st, shown, max_bytes);
+}
+
+// The names in an opened directory, "." and ".." left out, sorted; at most `max_entries`.
+Expected<std::vector<std::string>> list_entries(int dir_fd, const std::string& shown,
+                                                std::size_t max_entries) {
+  const int own = ::fcntl(dir_fd, F_DUPFD_CLOEXEC, 0);
+  DIR* d = own < 0 ? nullptr : ::fdopendir(own);
+  if (!d) {
+    const int e = errno;
+    if (own >= 0) ::close(own);
+    return solution_error(ErrorCategory::kIo, "read",
+                          "cannot list '" + shown + "': " + std::strerror(e));
+  }
+  std::vector<std::string> names;
+  errno = 0;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    names.push_back(name);
+    if (names.size() > max_entries) {
+      ::closedir(d);
+      return solution_error(ErrorCategory::kInvalidInput, "too_large",
+                            "'" + shown + "' holds more than " + std::to_string(max_entries) +
+                                " entries, the most a solution may submit");
+    }
+  }
+  const int e = errno;
+  ::closedir(d);
+  if (e != 0)
+    return solution_error(ErrorCategory::kIo, "read",
+                          "cannot list '" + shown + "': " + std::strerror(e));
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+}  // namespace
+
+Expected<std::vector<SourceFile>> read_solution_directory(const std::string& dir,
+                                                          const SourceLimits& limits) {
+  auto no_kernels = [&](const std::string& why) {
+    return solution_error(ErrorCategory::kInvalidInput, "no_kernels",
+                          "'" + dir + "' has no kernels/ directory (DESIGN.md section 4)" +
+                              (why.empty() ? "" : ": " + why));
+  };
+  UniqueFd root(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC));
+  if (root.fd < 0) return no_kernels(std::strerror(errno));
+  struct stat st {};
+  auto kernels = open_entry(root.fd, "kernels", "kernels", true, &st);
+  if (!kernels) {
+    if (kernels.error().category == ErrorCategory::kNotFound) return no_kernels("");
+    return kernels.error();
+  }
+  ASSIGN_OR_RETURN(std::vector<std::string> names,
+                   list_entries(kernels->fd, "kernels/", limits.max_files));
+  std::vector<SourceFile> files;
+  std::size_t total = 0;
+  auto add = [&](std::string path, std::string content) -> Status {
+    total += content.size();
+    if (total > limits.max_total_bytes)
+      return solution_error(ErrorCategory::kInvalidInput, "too_large",
+                            "the solution's files pass " + std::to_string(limits.max_total_bytes) +
+                                " bytes in all (at '" + path + "')");
+    files.push_back({std::move(path), std::move(content)});
+    return Status();
+  };
+  for (const std::string& name : names) {
+    const std::string path = "kernels/" + name;
+    ASSIGN_OR_RETURN(std::string content,
+                     read_entry(kernels->fd, name, path, limits.max_file_bytes));
+    RETURN_IF_ERROR(add(path, std::move(content)));
+  }
+  auto model_new = read_entry(root.fd, "model_new.py", "model_new.py", limits.max_file_bytes);
+  if (model_new) {
+    RETURN_IF_ERROR(add("model_new.py", std::move(*model_new)));
+  } else if (model_new.error().category != ErrorCategory::kNotFound) {
+    return model_new.error();
+  }
+  return files;
+}
+
+Expected<std::string> read_solution_file(const std::string& dir, const std::string& relative_path,
+                                         std::size_t max_bytes) {
+  std::vector<std::string> parts;
+  bool plain = !relative_path.empty() && relative_path[0] != '/';
+  for (std::size_t b = 0; plain && b <= relative_path.size();) {
+    std::size_t e = relative_path.find('/', b);
+    if (e == std::string::npos) e = relative_path.size();
+    std::string part = relative_path.substr(b, e - b);
+    plain = !part.empty() && part != "." && part != "..";
+    parts.push_back(std::move(part));
+    b = e + 1;
+  }
+  if (!plain)
+    return solution_error(ErrorCategory::kInvalidInput, "escapes_directory",
+                          "'" + relative_path +
+                              "' is not a plain path inside the solution (relative, no '.', '..' "
+                              "or empty components)");
+  UniqueFd at(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC));
+  if (at.fd < 0)
+    return solution_error(
+        ErrorCategory::kNotFound, "not_found",
+        "cannot open the solution directory '" + dir + "': " + std::strerror(errno));
+  std::string shown;
+  for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+    shown += parts[i];
+    struct stat st {};
+    ASSIGN_OR_RETURN(UniqueFd next, open_entry(at.fd, parts[i], shown, true, &st));
+    at = std::move(next);
+    shown += "/";
+  }
+  return read_entry(at.fd, parts.back(), relative_path, max_bytes);
 }
 
 }  // namespace cuda_agent::compile_farm

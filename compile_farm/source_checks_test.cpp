@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace cuda_agent::compile_farm {
 namespace {
 
@@ -150,6 +152,69 @@ TEST(SourceChecks, RawStringsAndContinuationsDoNotConfuseTheScanner) {
                  "void g() { fork(); }\n");
   Finding one = only(f);
   EXPECT_EQ(one.line, 5);
+}
+
+// Issue 27 item 1: __has_include("/abs") answered whether any host file exists. It takes the
+// path rule of #include; a macro argument or alias is refused as #include's is.
+TEST(SourceChecks, HasIncludeFollowsTheIncludePathRule) {
+  for (const char* probe :
+       {"#if __has_include(\"/etc/passwd\")\n#endif\n", "#if __has_include(\"../x\")\n#endif\n",
+        "#if __has_include(</etc/shadow>)\n#endif\n",
+        "#if __has_include( \"kernels/../../x.h\" )\n#endif\n",
+        "#define P \"/etc/passwd\"\n#if __has_include(P)\n#endif\n",
+        "#define H __has_include\n#if H(\"/etc/passwd\")\n#endif\n",
+        "#if __has_include_next(<cuda_runtime.h>)\n#endif\n",
+        "#if __has_embed(\"/etc/passwd\")\n#endif\n"}) {
+    auto f = check("kernels/a.cu", probe);
+    ASSERT_FALSE(f.empty()) << probe;
+    EXPECT_EQ(f[0].rule, "include.path") << probe;
+  }
+  EXPECT_EQ(only(check("kernels/a.cu", "// x\n#if __has_include(\"/etc/passwd\")\n#endif\n")).line,
+            2);
+  // The honest forms stay allowed.
+  auto ok = check("kernels/a.cu",
+                  "#if defined(__has_include)\n#if __has_include(<cuda_fp8.h>)\n#endif\n#endif\n"
+                  "#ifdef __has_include\n#endif\n#if __has_include(\"kernels/common.cuh\")\n"
+                  "#endif\n#if defined __has_include\n#endif\n");
+  EXPECT_TRUE(ok.empty()) << format_findings(ok);
+}
+
+// `#pragma GCC dependency "f"` stats a host file and names it in a fatal error when it is missing:
+// the same oracle, in the directive and in _Pragma.
+TEST(SourceChecks, PragmaDependencyIsRefused) {
+  EXPECT_EQ(only(check("kernels/a.cu", "#pragma GCC dependency \"/etc/shadow\"\n")).rule,
+            "include.path");
+  EXPECT_EQ(only(check("kernels/a.cu", "_Pragma(\"GCC dependency \\\"/etc/shadow\\\"\")\n")).rule,
+            "include.path");
+  EXPECT_TRUE(check("kernels/a.cu", "#pragma once\n#pragma unroll\n_Pragma(\"unroll\")\n").empty());
+}
+
+// The host copy of a __host__ __device__ function goes to the host assembler: its .incbin put
+// /etc/passwd's bytes into the artifact (checked by hand with nvcc 12). Inline assembly there is
+// host assembly; the file directives are refused wherever they appear.
+TEST(SourceChecks, AssemblerCannotReadFiles) {
+  const char* incbin = "asm(\".pushsection .rodata\\n.incbin \\\"/etc/passwd\\\"\\n.popsection\");";
+  for (const char* head : {"__host__ __device__ void f()", "__device__ __host__ void f()",
+                           "#define HD __host__ __device__\nHD void f()",
+                           "#define H __host__\n#define HD H __device__\nHD void f()"}) {
+    auto f = check("kernels/a.cu", std::string(head) + " {\n" + incbin + "\n}\n");
+    ASSERT_FALSE(f.empty()) << head;
+    EXPECT_TRUE(std::all_of(f.begin(), f.end(), [](const Finding& x) {
+      return x.rule == "asm.host";
+    })) << format_findings(f);
+  }
+  // Even in device code the directive is refused (ptxas has none, so nothing honest uses it).
+  EXPECT_EQ(
+      only(check("kernels/a.cu", "__device__ void f() { asm(\".incbin \\\"x\\\"\"); }\n")).rule,
+      "asm.host");
+  EXPECT_EQ(only(check("kernels/a.cu", "const char* s = \". include \\\"x\\\"\";\n")).rule,
+            "asm.host");
+  // A __device__ function's PTX stays allowed, and so does a __host__ __device__ one without asm.
+  auto ok = check("kernels/a.cu",
+                  "#define HD __host__ __device__\nHD inline float sq(float x) { return x * x; }\n"
+                  "__device__ unsigned lane() {\n  unsigned r;\n"
+                  "  asm volatile(\"mov.u32 %0, %%laneid;\" : \"=r\"(r));\n  return r;\n}\n");
+  EXPECT_TRUE(ok.empty()) << format_findings(ok);
 }
 
 }  // namespace

@@ -40,5 +40,24 @@ TEST(Workspace, WritesEditsAndRefusesWithReasons) {
   EXPECT_EQ(w.revision(), 3u) << "refused writes change nothing";
 }
 
+// Issue 27 item 1: the workspace never touches the disk, so a path cannot reach a host file;
+// every escaping form is refused by name and a read of one finds nothing.
+TEST(Workspace, EscapingPathsNeverReachTheDisk) {
+  Workspace w("class Model: pass\n");
+  for (const char* p : {"kernels/../model.py", "kernels/../../etc/passwd.h", "kernels/./a.cu",
+                        "kernels//a.cu", "./kernels/a.cu", "kernels/..cu", "kernels/a.cu/",
+                        "kernels/", "/etc/passwd", "kernels\\a.cu"}) {
+    auto r = w.write_file(p, "x");
+    ASSERT_FALSE(r) << p;
+    EXPECT_EQ(r.error().code, "workspace.path") << p;
+  }
+  for (const char* p : {"../../etc/passwd", "/etc/passwd", "kernels/../model.py"}) {
+    auto r = w.read_file(p);
+    ASSERT_FALSE(r) << p;
+    EXPECT_EQ(r.error().code, "workspace.not_found") << p;
+  }
+  EXPECT_TRUE(w.solution_files().empty());
+}
+
 }  // namespace
 }  // namespace cuda_agent
