@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <string>
 
+#include "actors/endpoint.h"
 #include "cli/command.h"
 #include "cli/solution_files.h"
 #include "cli/stop_signals.h"
@@ -190,16 +191,21 @@ void add_bench_commands(CLI::App& app, CommandResult& result) {
   bench->add_option("--arch", args->arch, "nvcc -arch (default: [compile] target_arch)");
   bench->add_option("--policy", args->policy, "library policy: default or pure")
       ->check(CLI::IsMember({"default", "pure"}));
-  bench->add_option("--gpu", args->gpu, "CUDA device index")->capture_default_str();
+  bench->add_option("--gpu", args->gpu, "CUDA device index")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   bench->add_option("--tolerance", args->tolerance, "tolerance profile: cuda-agent or strict")
       ->check(CLI::IsMember({"cuda-agent", "strict"}));
-  bench->add_option("--trials", args->trials, "timed trials per contender (default: [bench])");
-  bench->add_option("--seeds", args->seeds, "correctness input sets (default: [bench])");
+  bench->add_option("--trials", args->trials, "timed trials per contender (default: [bench])")
+      ->check(CLI::NonNegativeNumber);
+  bench->add_option("--seeds", args->seeds, "correctness input sets (default: [bench])")
+      ->check(CLI::NonNegativeNumber);
   bench->add_option("--manifest", args->manifest, "read [compile] and [bench] from this manifest");
   bench->add_option("--harness-dir", args->harness_dir,
                     "directory of harness.py (default: installed, else the source tree)");
   bench->add_option("--timeout-ms", args->timeout_ms, "give up after this long")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   bench->add_option("--store", args->store,
                     "also keep the evaluation, its audit record, the artifact and the measured "
                     "baselines in this run store");
@@ -230,7 +236,8 @@ void add_bench_commands(CLI::App& app, CommandResult& result) {
   worker
       ->add_option("--connect", worker_args->connect,
                    "the pool's worker endpoint, e.g. tcp://pool:5562")
-      ->required();
+      ->required()
+      ->check([](const std::string& s) { return endpoint_problem(s, EndpointUse::kConnect); });
   worker->add_option("--gpu", worker_args->gpu, "CUDA device index this worker owns")
       ->capture_default_str();
   worker->add_option("--manifest", worker_args->manifest, "read [bench] options from it");

@@ -17,6 +17,7 @@
 #include <string>
 #include <thread>
 
+#include "actors/endpoint.h"
 #include "cli/command.h"
 #include "cli/solution_files.h"
 #include "cli/stop_signals.h"
@@ -108,9 +109,11 @@ void add_compile_commands(CLI::App& app, CommandResult& result) {
                          "Check and build one solution directory (kernels/*.cu, *.cpp) through the "
                          "compile farm and print the report; works without a GPU.");
   compile->add_option("DIR", args->dir, "the solution (workspace) directory")->required();
-  compile->add_option("--farm", args->farm,
-                      "a compile farm's client endpoint, e.g. tcp://farm:5551 (default: an "
-                      "embedded farm in this process)");
+  compile
+      ->add_option("--farm", args->farm,
+                   "a compile farm's client endpoint, e.g. tcp://farm:5551 (default: an "
+                   "embedded farm in this process)")
+      ->check([](const std::string& s) { return endpoint_problem(s, EndpointUse::kConnect); });
   compile->add_option("--arch", args->arch, "nvcc -arch (default: [compile] target_arch, sm_90)");
   compile->add_option("--policy", args->policy, "library policy: default or pure")
       ->check(CLI::IsMember({"default", "pure"}));
@@ -118,7 +121,8 @@ void add_compile_commands(CLI::App& app, CommandResult& result) {
   compile->add_option("--store", args->store, "also keep the artifact in this run store");
   compile->add_option("--manifest", args->manifest, "read [compile] options from this manifest");
   compile->add_option("--timeout-ms", args->timeout_ms, "give up after this long")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   compile->add_flag("--json", args->json, "print the report as JSON");
   compile->callback([args, &result, &app] {
     // The embedded farm's start-up lines are noise here unless a log level was asked for.
@@ -147,9 +151,12 @@ void add_compile_commands(CLI::App& app, CommandResult& result) {
   worker
       ->add_option("--connect", worker_args->connect,
                    "the farm's worker endpoint, e.g. tcp://farm:5552")
-      ->required();
-  worker->add_option("--jobs", worker_args->jobs,
-                     "concurrent jobs (default: [compile] jobs_per_worker, 0 = one per core)");
+      ->required()
+      ->check([](const std::string& s) { return endpoint_problem(s, EndpointUse::kConnect); });
+  worker
+      ->add_option("--jobs", worker_args->jobs,
+                   "concurrent jobs (default: [compile] jobs_per_worker, 0 = one per core)")
+      ->check(CLI::NonNegativeNumber);
   worker->add_option("--cache-dir", worker_args->cache_dir,
                      "object and artifact cache (default: ~/.cache/cuda-agent/compile)");
   worker->add_option("--manifest", worker_args->manifest, "read [compile] options from it");

@@ -64,7 +64,9 @@ void add_gpu_commands(CLI::App& app, CommandResult& result) {
   };
   auto args = std::make_shared<Args>();
   check->add_option("--index", args->index, "one GPU index (default: all)");
-  check->add_option("--deadline-ms", args->deadline_ms, "deadline per GPU")->capture_default_str();
+  check->add_option("--deadline-ms", args->deadline_ms, "deadline per GPU")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   check->callback([args, &result] {
     DeviceList devices = list_devices();
     if (devices.devices.empty()) {

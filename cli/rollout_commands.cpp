@@ -32,6 +32,7 @@
 #include <thread>
 
 #include "actors/curve_keys.h"
+#include "actors/endpoint.h"
 #include "cli/command.h"
 #include "cli/stop_signals.h"
 #include "cluster/launch_plan.h"
@@ -302,10 +303,14 @@ void add_rollout_commands(CLI::App& app, CommandResult& result) {
                    "CUDA device of this worker's policy engine (names the worker; the HTTP and "
                    "replay backends use no GPU)")
       ->capture_default_str();
-  worker->add_option("--compile-farm", a->compile_farm,
-                     "the compile farm's client endpoint (default: tcp://COORDINATOR:port_base+1)");
-  worker->add_option("--bench-pool", a->bench_pool,
-                     "the bench pool's client endpoint (default: tcp://COORDINATOR:port_base+3)");
+  worker
+      ->add_option("--compile-farm", a->compile_farm,
+                   "the compile farm's client endpoint (default: tcp://COORDINATOR:port_base+1)")
+      ->check([](const std::string& s) { return endpoint_problem(s, EndpointUse::kConnect); });
+  worker
+      ->add_option("--bench-pool", a->bench_pool,
+                   "the bench pool's client endpoint (default: tcp://COORDINATOR:port_base+3)")
+      ->check([](const std::string& s) { return endpoint_problem(s, EndpointUse::kConnect); });
   worker->add_option("--store", a->store, "run store directory (default: [store] dir)");
   worker
       ->add_option("--shard", a->shard,

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "actors/endpoint.h"
 #include "actors/work_pool_broker.h"
 #include "cli/command.h"
 #include "cli/stop_signals.h"
@@ -36,9 +37,11 @@ void add_broker_command(CLI::App& serve, BrokerRole role, CommandResult& result)
                       (farm ? "[compile] queue and attempt limits, " : "") +
                       "CURVE from [security] (default: the embedded single-machine manifest)");
   cmd->add_option("--clients", args->clients,
-                  "endpoint clients connect to (overrides the manifest)");
+                  "endpoint clients connect to (overrides the manifest)")
+      ->check([](const std::string& s) { return endpoint_problem(s, EndpointUse::kBind); });
   cmd->add_option("--workers", args->workers,
-                  "endpoint workers connect to (overrides the manifest)");
+                  "endpoint workers connect to (overrides the manifest)")
+      ->check([](const std::string& s) { return endpoint_problem(s, EndpointUse::kBind); });
   cmd->callback([args, role, farm, &result] {
     StopSignals signals;
     auto m = load_manifest_or_default(args->manifest);
