@@ -4,16 +4,25 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 
 #include "compile_farm/compiler_output.h"
 #include "compile_farm/file_cache.h"
+#include "compile_farm/prototypes.h"
 #include "core/content_hash.h"
 
 namespace cuda_agent::compile_farm {
 namespace fs = std::filesystem;
 namespace {
+
+// How a solution is built, as far as the cache must know: an object or job built under another
+// recipe is never reused (it is part of Toolchain::id). Bump it with every change to the flags of
+// compile_object or link_artifact.
+//   2: -ffunction-sections, and the link exports only the launchers (version script) and drops
+//      what they cannot reach (--gc-sections); see link_artifact.
+constexpr std::string_view kBuildRecipe = "recipe 2";
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
@@ -152,7 +161,7 @@ Expected<Toolchain> probe_toolchain(const std::string& cuda_home, const std::str
                 "\n";
   }
   tc.description = versions.substr(0, versions.size() - 1);
-  tc.id = content_hash(tc.description);
+  tc.id = content_hash(tc.description + "\n" + std::string(kBuildRecipe));
   return tc;
 }
 
@@ -186,9 +195,12 @@ Expected<ObjectBuild> compile_object(const JobContext& job, const std::string& s
                                      const std::string& arch,
                                      const std::vector<std::string>& extra_flags) {
   const Toolchain& tc = *job.toolchain;
-  std::vector<std::string> argv = {tc.nvcc,   "-std=c++17", "-O3",        "-arch=" + arch,
-                                   "-Xptxas", "-v",         "-Xcompiler", "-fPIC",
-                                   "-cudart", "shared",     "-I."};
+  // -ffunction-sections: each host function in its own section, so that the link can drop the
+  // ones no launcher reaches (link_artifact).
+  std::vector<std::string> argv = {
+      tc.nvcc,   "-std=c++17", "-O3",   "-arch=" + arch, "-Xptxas",
+      "-v",      "-Xcompiler", "-fPIC", "-Xcompiler",    "-ffunction-sections",
+      "-cudart", "shared",     "-I."};
   for (const auto& d : job.include_dirs) argv.push_back("-I" + d);
   for (const auto& f : extra_flags) argv.push_back(f);
   argv.insert(argv.end(), {"-c", source_path, "-o", object_path(source_path)});
@@ -231,9 +243,43 @@ Expected<LinkOutput> link_artifact(const JobContext& job, const std::vector<std:
     cublas = cublas || f.content.find("cublas") != std::string::npos;
     cudnn = cudnn || f.content.find("cudnn") != std::string::npos;
   }
+  // What the symbol policy judges is what the solution's code does, not how nvcc lowers it or
+  // how the solution splits its files. nvcc gives every __device__ function with external
+  // linkage a host stub (`{ volatile int x = 1; exit(x); }`), and a host helper called from
+  // another file needs external linkage; neither is the solution's behaviour. So the link
+  //   - exports only the extern "C" launchers (a version script from the prototype extractor's
+  //     names, everything else local), so helpers, stubs, __constant__ shadows and template
+  //     instantiations stay inside the shared object;
+  //   - keeps only the code reachable from those launchers, from the static initialisers (nvcc's
+  //     kernel registration and the solution's own constructors) and from what they reference
+  //     (--gc-sections over -ffunction-sections objects). A stub of a __device__ function is
+  //     referenced by no host code, so it and its `exit` import are gone.
+  // Robust by construction: no stub is recognised by its shape, so none can be imitated. Every
+  // host function that can run is still in the object and every function it calls is still an
+  // import the policy judges: a real exit(), fopen or pthread_create anywhere reachable (also a
+  // host call through a __device__ function's address, which does run nvcc's stub and exit)
+  // stays refused; code that nothing can call is not in the artifact at all.
+  ASSIGN_OR_RETURN(std::vector<LauncherPrototype> launchers, parse_launchers(files));
+  std::string script = "{\n  global:\n";
+  for (const LauncherPrototype& l : launchers) {
+    const bool identifier =
+        !l.name.empty() && !std::isdigit(static_cast<unsigned char>(l.name[0])) &&
+        std::all_of(l.name.begin(), l.name.end(),
+                    [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+    if (!identifier)  // the extractor only yields identifiers; a glob here would export more
+      return make_error(ErrorCategory::kInvalidInput, "compile.prototype",
+                        "launcher name '" + l.name + "' is not a C identifier");
+    script += "    " + l.name + ";\n";
+  }
+  script += "  local:\n    *;\n};\n";
+  const std::string script_path = job.dir + "/exports.map";
+  RETURN_IF_ERROR(write_file(script_path, script, 0644));
+  RETURN_IF_ERROR(chown_for_job(job, script_path));
+
   std::vector<std::string> argv = {tc.nvcc, "-shared", "-cudart", "shared", "-arch=" + arch};
   argv.insert(argv.end(), objects.begin(), objects.end());
-  argv.insert(argv.end(), {"-o", "artifact.so", "-Xlinker", "-zdefs"});
+  argv.insert(argv.end(), {"-o", "artifact.so", "-Xlinker", "-zdefs", "-Xlinker",
+                           "--version-script=exports.map", "-Xlinker", "--gc-sections"});
   for (const auto& d : job.library_dirs) argv.push_back("-L" + d);
   if (policy == LibraryPolicy::kDefault && cublas)
     argv.insert(argv.end(), {"-lcublas", "-lcublasLt"});

@@ -63,8 +63,9 @@ struct ObjectBuild {
   bool cached = false;  ///< restored from the object cache
 };
 
-/// nvcc -c of one file with -Xptxas -v. Errors: compile.failed (with the trimmed log),
-/// compile.timeout / cpu_limit / memory_limit / output_limit / file_limit, compile.deadline.
+/// nvcc -c of one file with -Xptxas -v (and -ffunction-sections, for link_artifact). Errors:
+/// compile.failed (with the trimmed log), compile.timeout / cpu_limit / memory_limit / output_limit
+/// / file_limit, compile.deadline.
 Expected<ObjectBuild> compile_object(const JobContext& job, const std::string& source_path,
                                      const std::string& arch,
                                      const std::vector<std::string>& extra_flags);
@@ -81,7 +82,11 @@ struct LinkOutput {
 };
 
 /// Links the objects into artifact.so with -cudart shared (cuBLAS/cuDNN when a source includes
-/// them and the policy allows), then reads its dynamic symbols.
+/// them and the policy allows), exporting only the extern "C" launchers of `files` (a version
+/// script) and keeping only the code they and the static initialisers reach (--gc-sections), then
+/// reads its dynamic symbols. So nvcc's host stubs of __device__ functions and host helpers with
+/// external linkage leave no export or import behind; whatever code can run is still judged by
+/// symbol_policy.h.
 Expected<LinkOutput> link_artifact(const JobContext& job, const std::vector<std::string>& objects,
                                    const std::string& arch, const std::vector<SourceFile>& files,
                                    LibraryPolicy policy);

@@ -118,16 +118,17 @@ std::vector<Finding> check_symbols(const DynamicSymbols& symbols,
     const bool undefined = s.type == 'U' || s.type == 'w' || s.type == 'v';
     if (undefined) {
       if (!allowed_import(s.name, policy))
-        out.push_back({file, 0, "symbol.import",
-                       "imports '" + s.name + "', which solutions may not call" +
-                           (starts_with(s.name, "cublas") || starts_with(s.name, "cudnn")
-                                ? " under library policy 'pure'"
-                                : " (processes, files, threads, dynamic loading, device settings "
-                                  "and libraries outside the policy are refused)") +
-                           (s.name == "exit" ? "; nvcc gives a __device__ function with external "
-                                               "linkage a host stub that calls exit: declare it "
-                                               "static (or __forceinline__)"
-                                             : "")});
+        out.push_back(
+            {file, 0, "symbol.import",
+             "imports '" + s.name + "', which solutions may not call" +
+                 (starts_with(s.name, "cublas") || starts_with(s.name, "cudnn")
+                      ? " under library policy 'pure'"
+                      : " (processes, files, threads, dynamic loading, device settings "
+                        "and libraries outside the policy are refused)") +
+                 (s.name == "exit" ? "; host code that a launcher or a static initialiser reaches "
+                                     "calls exit (a __device__ function called or taken by address "
+                                     "from host code counts: nvcc's host stub of it calls exit)"
+                                   : "")});
       continue;
     }
     exported.insert(s.name);
@@ -138,8 +139,8 @@ std::vector<Finding> check_symbols(const DynamicSymbols& symbols,
     if (!launcher_names.count(s.name) && !markers.count(s.name) && !weak_cxx)
       out.push_back({file, 0, "symbol.export",
                      "exports '" + s.name +
-                         "', which is not an extern \"C\" launcher; make host helpers static "
-                         "or put them in an anonymous namespace"});
+                         "', which is not an extern \"C\" launcher (the link exports only the "
+                         "launchers, so something in the sources forced this export)"});
   }
   for (const std::string& name : launcher_names)
     if (!exported.count(name))

@@ -6,6 +6,11 @@
 //   DynamicSymbols s = parse_dynamic_symbols(nm_posix_output, readelf_dynamic_output);
 //   std::vector<Finding> f = check_symbols(s, launchers, LibraryPolicy::kDefault, "artifact.so");
 //
+// The object judged is linked by build_steps.h's link_artifact: only the launchers are exported
+// and only code reachable from them or from static initialisers is kept, so a finding is about
+// code that can run, never about how nvcc lowered the sources or how the solution split them
+// (nvcc's host stubs of __device__ functions, which call exit, are not in the object).
+//
 // Imports allowed: CUDA runtime registration and launch (__cuda*), the CUDA runtime API except
 // the calls source_checks.h forbids, the C++ runtime (exceptions, new/delete, guards), libc
 // memory/string/printf/math functions, and cuBLAS/cuDNN under library policy `default`. Exports

@@ -1,0 +1,17 @@
+import torch
+import torch.nn as nn
+
+import kernels
+
+
+class ModelNew(nn.Module):
+    """ReLU through relu_launch."""
+
+    def __init__(self):
+        super(ModelNew, self).__init__()
+        pass
+
+    def forward(self, x):
+        y = torch.empty_like(x)
+        kernels.relu_launch(x, y, x.numel())
+        return y

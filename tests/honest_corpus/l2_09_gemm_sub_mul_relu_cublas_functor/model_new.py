@@ -1,0 +1,22 @@
+import torch
+import torch.nn as nn
+
+import kernels
+
+
+class ModelNew(nn.Module):
+    """cuBLAS GEMM + fused bias/subtract/multiply/ReLU."""
+
+    def __init__(self, in_features, out_features, subtract_value, multiply_value):
+        super(ModelNew, self).__init__()
+        self.linear = nn.Linear(in_features, out_features)
+        self.subtract_value = subtract_value
+        self.multiply_value = multiply_value
+
+    def forward(self, x):
+        batch, in_features = x.shape
+        out_features = self.linear.weight.shape[0]
+        y = torch.empty(batch, out_features, dtype=x.dtype, device=x.device)
+        kernels.linear_forward(x, self.linear.weight, y, batch, in_features, out_features)
+        kernels.sub_mul_relu(y, self.linear.bias, batch, out_features, self.subtract_value, self.multiply_value)
+        return y
