@@ -303,7 +303,8 @@ void check_file_operators(const std::string& file, const ScannedSource& src,
 // Assembler directives that read files (.incbin, .include) in any string literal or as a word.
 void check_assembler_files(const std::string& file, const ScannedSource& src,
                            std::vector<Finding>& out) {
-  static const std::regex kFileDirective(R"(\.\s*(incbin|include)\b)");
+  // .incbin anywhere; .include only before its quoted file name (prose says "e.g. include").
+  static const std::regex kFileDirective(R"(\.\s*(incbin)\b|\.\s*(include)\s*\\?")");
   const std::string& code = src.code;
   const std::string& text = src.with_strings;
   for (std::size_t i = 0; i < text.size(); ++i) {
@@ -314,7 +315,8 @@ void check_assembler_files(const std::string& file, const ScannedSource& src,
     const std::string literal = text.substr(i + 1, e - i - 1);
     if (std::regex_search(literal, m, kFileDirective))
       out.push_back({file, src.line_of(i), "asm.host",
-                     "assembler directive '." + m[1].str() + "' reads files: not allowed"});
+                     "assembler directive '." + (m[1].matched ? m[1] : m[2]).str() +
+                         "' reads files: not allowed"});
     i = e;
   }
   for (const Token& t : identifiers(code))

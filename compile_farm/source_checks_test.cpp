@@ -209,6 +209,7 @@ TEST(SourceChecks, AssemblerCannotReadFiles) {
       "asm.host");
   EXPECT_EQ(only(check("kernels/a.cu", "const char* s = \". include \\\"x\\\"\";\n")).rule,
             "asm.host");
+  EXPECT_TRUE(check("kernels/a.cu", "const char* s = \"e.g. include the header\";\n").empty());
   // A __device__ function's PTX stays allowed, and so does a __host__ __device__ one without asm.
   auto ok = check("kernels/a.cu",
                   "#define HD __host__ __device__\nHD inline float sq(float x) { return x * x; }\n"
