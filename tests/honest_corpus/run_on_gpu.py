@@ -10,7 +10,8 @@ Each entry runs as `cuda-agent bench --task <entry>/model.py --solution <entry> 
 --json` (the call and the verdicts of scripts/gpu/run_bench_suite.py, reused from there). An entry
 passes when the report says ok with reward tier >= 1 (correct; speed is not the question here).
 It prints one line per entry and a table at the end, writes every report to --out, and exits 1
-when any entry is refused, incorrect or did not run. Without a GPU it prints "[  SKIPPED ]" and
+when any entry is refused, incorrect or did not run (an entry that could not run is retried
+once, alone). Without a GPU it prints "[  SKIPPED ]" and
 exits 0, so the ctest entry honest_corpus_gpu (label gpu) skips.
 
 --mode benchmark times every entry instead (one at a time; slow: about a minute per entry).
@@ -91,6 +92,14 @@ def main():
         for f in concurrent.futures.as_completed(futures):
             report, seconds = f.result()
             record(futures[f], report, seconds)
+
+    # An evaluation that could not run (verdict "error": out of GPU memory beside another entry,
+    # a timeout) is retried once, alone.
+    retry = [e for e in entries if results[e["name"]]["verdict"] == "error"]
+    for e in retry:
+        print(f"retrying {e['name']} alone", flush=True)
+        report, seconds = suite.run_bench(a.cuda_agent, e, a.mode, a.store or None, 0, a.timeout)
+        record(e, report, seconds)
 
     bad = sorted(k for k, r in results.items() if not r["ok"])
     refused = sorted(k for k, r in results.items() if r["verdict"] == "rejected"
