@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <string>
 
 #include "actors/endpoint.h"
@@ -193,19 +194,19 @@ void add_bench_commands(CLI::App& app, CommandResult& result) {
       ->check(CLI::IsMember({"default", "pure"}));
   bench->add_option("--gpu", args->gpu, "CUDA device index")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, std::numeric_limits<std::int32_t>::max()));
   bench->add_option("--tolerance", args->tolerance, "tolerance profile: cuda-agent or strict")
       ->check(CLI::IsMember({"cuda-agent", "strict"}));
   bench->add_option("--trials", args->trials, "timed trials per contender (default: [bench])")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, std::numeric_limits<std::int32_t>::max()));
   bench->add_option("--seeds", args->seeds, "correctness input sets (default: [bench])")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, std::numeric_limits<std::int32_t>::max()));
   bench->add_option("--manifest", args->manifest, "read [compile] and [bench] from this manifest");
   bench->add_option("--harness-dir", args->harness_dir,
                     "directory of harness.py (default: installed, else the source tree)");
   bench->add_option("--timeout-ms", args->timeout_ms, "give up after this long")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, std::numeric_limits<std::int32_t>::max()));
   bench->add_option("--store", args->store,
                     "also keep the evaluation, its audit record, the artifact and the measured "
                     "baselines in this run store");

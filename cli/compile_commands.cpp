@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -122,7 +123,7 @@ void add_compile_commands(CLI::App& app, CommandResult& result) {
   compile->add_option("--manifest", args->manifest, "read [compile] options from this manifest");
   compile->add_option("--timeout-ms", args->timeout_ms, "give up after this long")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, std::numeric_limits<std::int32_t>::max()));
   compile->add_flag("--json", args->json, "print the report as JSON");
   compile->callback([args, &result, &app] {
     // The embedded farm's start-up lines are noise here unless a log level was asked for.
@@ -156,7 +157,7 @@ void add_compile_commands(CLI::App& app, CommandResult& result) {
   worker
       ->add_option("--jobs", worker_args->jobs,
                    "concurrent jobs (default: [compile] jobs_per_worker, 0 = one per core)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, std::numeric_limits<std::int32_t>::max()));
   worker->add_option("--cache-dir", worker_args->cache_dir,
                      "object and artifact cache (default: ~/.cache/cuda-agent/compile)");
   worker->add_option("--manifest", worker_args->manifest, "read [compile] options from it");

@@ -1,6 +1,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include <limits>
 
 #include "cli/command.h"
 #include "gpu_bench/device_probe.h"
@@ -66,7 +67,7 @@ void add_gpu_commands(CLI::App& app, CommandResult& result) {
   check->add_option("--index", args->index, "one GPU index (default: all)");
   check->add_option("--deadline-ms", args->deadline_ms, "deadline per GPU")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, std::numeric_limits<std::int32_t>::max()));
   check->callback([args, &result] {
     DeviceList devices = list_devices();
     if (devices.devices.empty()) {
