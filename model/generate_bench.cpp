@@ -19,10 +19,26 @@
 //    synchronised after each phase, so slightly slower): ms per step in the forward (host inputs
 //    to logits on the device), in sampling (ids and logprobs back on the host) and in the
 //    engine's host work, and how many steps replayed a graph;
-//  - KV-cache bytes per token: 2 x layers x kv_heads x head_dim x dtype bytes.
+//  - KV-cache bytes per token: 2 x layers x kv_heads x head_dim x dtype bytes;
+//  - the multi-turn episode of issue 23 (also alone: `generate_bench episode [context_tokens]`):
+//    20 turns, each prompt the previous prompt + its completion + a "tool output" of random
+//    tokens; a first prompt of context/16 tokens, context/64 greedy tokens per turn (no stop
+//    token, so both runs have the same lengths), tool outputs sized so that the final context
+//    (last prompt + its completion) is context_tokens: by default 16384 on CUDA (1024, 256, 539),
+//    4096 on the CPU, there with a small model (2 layers, hidden 128, vocab 4096, fp32): without
+//    reuse the CPU needs ~10 minutes for 8192. Run once with GenerationRequest::session (prefix
+//    reuse) and once without, on engines of 2 slots. Figures: tokens prefilled over the episode
+//    (EngineStats::prefilled_tokens) against the final context (target with reuse: <= 1.2x), and
+//    the latency of turn 20 (submit to result: its prefill and decode steps) against turn 1's
+//    (target with reuse: <= 1.5x). On CUDA each engine runs the episode once untimed first
+//    (CUDA graph captures). Checked first (fp32, tiny model): a sampled 6-turn episode gives the
+//    same tokens with and without sessions; the bench model's two runs are compared too
+//    (printed, not checked: bf16 rounding may legitimately part them).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 
 #include "model/generate.h"
 
@@ -63,15 +79,134 @@ bool check_batched_equals_solo() {
   return true;
 }
 
+// One episode (see the header): per turn the latency and the tokens sampled; the engine's
+// prefill and reuse counts.
+struct EpisodeRun {
+  std::vector<double> turn_s;
+  std::vector<double> turn_prefill_s;  // of which in prefill (EnginePhaseTimes::prefill_s)
+  std::vector<std::vector<std::int64_t>> completions;
+  std::int64_t final_context = 0;
+  EngineStats stats;  // of the timed pass
+};
+
+struct EpisodeShape {
+  std::int64_t turns = 20, first_prompt = 1024, completion = 256, tool = 0;
+  double temperature = 0;
+};
+
+Expected<EpisodeRun> run_episode(std::shared_ptr<const Transformer> m, const EpisodeShape& shape,
+                                 bool sessions, int passes) {
+  const std::int64_t vocab = m->config().vocab_size;
+  const std::int64_t max_seq =
+      shape.first_prompt + shape.turns * (shape.completion + shape.tool) + 16;
+  ASSIGN_OR_RETURN(
+      GenerationEngine e,
+      GenerationEngine::create(std::move(m), 0,
+                               {.max_batch = 2, .max_seq_len = max_seq, .time_phases = true}));
+  EpisodeRun run;
+  for (int pass = 0; pass < passes; ++pass) {
+    const EngineStats before = e.stats();
+    std::uint64_t x = 88172645463325252ull;  // the same tool outputs in every pass and mode
+    auto next_token = [&] {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      return std::int64_t(x % std::uint64_t(vocab));
+    };
+    std::vector<std::int64_t> context;
+    run = EpisodeRun{};
+    for (std::int64_t t = 0; t < shape.turns; ++t) {
+      const std::int64_t add = t == 0 ? shape.first_prompt : shape.tool;
+      for (std::int64_t i = 0; i < add; ++i) context.push_back(next_token());
+      const auto t0 = Clock::now();
+      const double prefill0 = e.phase_times().prefill_s;
+      RETURN_IF_ERROR(e.submit({.id = std::uint64_t(pass * 1000 + t),
+                                .prompt = context,
+                                .params = {.temperature = shape.temperature,
+                                           .seed = std::uint64_t(t),
+                                           .max_new_tokens = shape.completion},
+                                .session = sessions ? "episode-" + std::to_string(pass) : ""}));
+      ASSIGN_OR_RETURN(auto done, e.run());
+      run.turn_s.push_back(seconds_since(t0));
+      run.turn_prefill_s.push_back(e.phase_times().prefill_s - prefill0);
+      context.insert(context.end(), done[0].tokens.begin(), done[0].tokens.end());
+      run.completions.push_back(std::move(done[0].tokens));
+    }
+    run.final_context = std::int64_t(context.size());
+    const EngineStats after = e.stats();
+    run.stats = {.prefilled_tokens = after.prefilled_tokens - before.prefilled_tokens,
+                 .reused_tokens = after.reused_tokens - before.reused_tokens};
+    if (sessions) e.drop_session("episode-" + std::to_string(pass));
+  }
+  return run;
+}
+
+bool check_sessions_equal() {
+  ModelConfig c = tiny_model_config("qwen2", 64, 8);
+  auto m = std::make_shared<const Transformer>(Transformer::random(c, 5));
+  EpisodeShape shape{.turns = 6, .first_prompt = 9, .completion = 5, .tool = 4, .temperature = 1};
+  auto with = run_episode(m, shape, true, 1), without = run_episode(m, shape, false, 1);
+  return with && without && with->completions == without->completions &&
+         with->stats.reused_tokens > 0;
+}
+
+int episode_bench(std::shared_ptr<const Transformer> model, std::int64_t context_tokens,
+                  bool cuda) {
+  EpisodeShape shape;
+  shape.first_prompt = context_tokens / 16;
+  shape.completion = context_tokens / 64;
+  shape.tool =
+      (context_tokens - shape.first_prompt - shape.turns * shape.completion) / (shape.turns - 1);
+  if (shape.tool < 1) return std::fprintf(stderr, "episode: context_tokens too small\n"), 1;
+  const int passes = cuda ? 2 : 1;  // on CUDA the first pass captures the graphs
+  auto with = run_episode(model, shape, true, passes);
+  if (!with) return std::fprintf(stderr, "%s\n", with.error().to_string().c_str()), 1;
+  auto without = run_episode(model, shape, false, passes);
+  if (!without) return std::fprintf(stderr, "%s\n", without.error().to_string().c_str()), 1;
+  int same = 0;
+  for (std::int64_t t = 0; t < shape.turns; ++t) {
+    same += with->completions[t] == without->completions[t];
+  }
+  const double ctx = double(with->final_context);
+  std::printf(
+      "episode: %lld turns, first prompt %lld, %lld greedy tokens and %lld tool tokens per turn, "
+      "final context %lld tokens; completions equal with and without reuse in %d of %lld turns\n",
+      static_cast<long long>(shape.turns), static_cast<long long>(shape.first_prompt),
+      static_cast<long long>(shape.completion), static_cast<long long>(shape.tool),
+      static_cast<long long>(with->final_context), same, static_cast<long long>(shape.turns));
+  for (const auto* r : {&*with, &*without}) {
+    const bool reuse = r == &*with;
+    const double prefill_x = double(r->stats.prefilled_tokens) / ctx;
+    const double turn_x = r->turn_s.back() / r->turn_s.front();
+    std::printf(
+        "  %-13s prefilled %7lld tokens = %5.2fx the context (reused %lld)%s; turn 1 %.3f s "
+        "(prefill %.3f), turn %lld %.3f s (prefill %.3f) = %.2fx%s\n",
+        reuse ? "with reuse:" : "without:", static_cast<long long>(r->stats.prefilled_tokens),
+        prefill_x, static_cast<long long>(r->stats.reused_tokens),
+        reuse ? (prefill_x <= 1.2 ? " [<= 1.2x: met]" : " [<= 1.2x: MISSED]") : "",
+        r->turn_s.front(), r->turn_prefill_s.front(), static_cast<long long>(shape.turns),
+        r->turn_s.back(), r->turn_prefill_s.back(), turn_x,
+        reuse ? (turn_x <= 1.5 ? " [<= 1.5x: met]" : " [<= 1.5x: MISSED]") : "");
+    std::printf("    turn latency (s):");
+    for (double s : r->turn_s) std::printf(" %.3f", s);
+    std::printf("\n");
+  }
+  return 0;
+}
+
 }  // namespace
 }  // namespace cuda_agent
 
-int main() {
+int main(int argc, char** argv) {
   using namespace cuda_agent;
   torch::NoGradGuard no_grad;
+  const bool episode_only = argc > 1 && std::string(argv[1]) == "episode";
+  const std::int64_t context_arg = argc > 2 ? std::atoll(argv[2]) : 0;
   if (!check_batched_equals_solo()) {
     std::fprintf(stderr,
                  "generate_bench: batched greedy decoding differs from solo / full forward\n");
+    return 1;
+  }
+  if (!check_sessions_equal()) {
+    std::fprintf(stderr, "generate_bench: an episode differs with and without sessions\n");
     return 1;
   }
   const bool cuda = torch::cuda::is_available();
@@ -95,6 +230,17 @@ int main() {
               cuda ? "CUDA" : "CPU (no GPU: shape cut to 4 layers)",
               static_cast<long long>(c.num_hidden_layers), cuda ? "bf16" : "fp32");
   std::printf("check passed: batched greedy == solo == argmax of the full forward (fp32, tiny)\n");
+  std::printf("check passed: a sampled 6-turn episode is the same with and without sessions\n");
+  // The episode on the CPU: a small model (attention over 16k keys dominates there).
+  auto episode_model = model;
+  if (!cuda) {
+    ModelConfig s = tiny_model_config("qwen2", 4096, 32);
+    s.rope_theta = 1e6;
+    s.max_position_embeddings = 32768;
+    episode_model = std::make_shared<const Transformer>(Transformer::random(s, 1));
+  }
+  const std::int64_t context_tokens = context_arg > 0 ? context_arg : cuda ? 16384 : 4096;
+  if (episode_only) return episode_bench(episode_model, context_tokens, cuda);
   std::printf("KV-cache bytes per token: %lld\n",
               static_cast<long long>(c.kv_bytes_per_token(c10::elementSize(dtype))));
 
@@ -183,5 +329,5 @@ int main() {
       }
     }
   }
-  return 0;
+  return episode_bench(episode_model, context_tokens, cuda);
 }

@@ -329,6 +329,14 @@ TEST(Sessions, DynamicRopeReusesOnlyUpToItsBaseLength) {
   EXPECT_EQ(r2.reused_tokens, 6);
   auto f = GenerationEngine::create(m, 0, o);
   EXPECT_EQ(run_one(*f, greedy(1, p, "", 2)).tokens, r2.tokens);
+  // Why not past it: a 16-token prompt from 8 kept tokens (rotated for length 8) gives other
+  // logits than the 16 tokens prefilled at once (all rotated for length 16).
+  auto q = at::tensor(ids(16, 3), at::kLong).view({1, 16});
+  KvCache one = m->make_cache(1, 32), two = m->make_cache(1, 32);
+  auto whole = m->forward(q, &one, {0}, {0}, true, {16});
+  m->forward(q.narrow(1, 0, 8), &two, {0}, {0}, true, {8});
+  auto reused = m->forward(q.narrow(1, 8, 8), &two, {0}, {8}, true, {16});
+  EXPECT_GT((whole - reused).abs().max().item<float>(), 1e-3);
 }
 
 // A weight swap drops every kept cache, and a request that ran across one is not kept; with
