@@ -346,30 +346,52 @@ struct LearnerGroup::Impl {
     });
   }
 
-  // Rank 0 ... world_size-1 set their join key; everyone waits for all keys.
+  // The join barrier: every rank sets its key and polls for all of them. The first rank to reach
+  // its deadline publishes why it gave up (which ranks are missing) and waits briefly for the
+  // ranks that did join to read it, so that they too report a rendezvous timeout naming the
+  // missing ranks rather than a store connection reset by a host that went away.
   Status join(Clock::time_point deadline) {
+    const auto key = [](const std::string& what) { return kJoinKeyPrefix + what; };
     std::vector<std::string> keys;
-    for (int r = 0; r < options.world_size; ++r) keys.push_back(kJoinKeyPrefix + std::to_string(r));
+    for (int r = 0; r < options.world_size; ++r) keys.push_back(key(std::to_string(r)));
+    const auto timeout_error = [&](const std::string& why) {
+      return make_error(ErrorCategory::kTimeout, "learner.rendezvous_timeout",
+                        where() + ": not every rank joined '" + options.rendezvous +
+                            "' within the deadline: " + why);
+    };
     try {
       store->set(keys[options.rank], std::vector<std::uint8_t>{1});
-      const auto left = std::max<long long>(1, ms_of(deadline - Clock::now()));
-      store->wait(keys, milliseconds(left));
-      return Status::ok();
-    } catch (const std::exception& e) {
-      std::string missing;
-      try {
-        for (int r = 0; r < options.world_size; ++r)
-          if (!store->check({keys[r]}))
-            missing += (missing.empty() ? "" : ", ") + std::to_string(r);
-      } catch (...) {
-        missing.clear();
+      auto pause = milliseconds(1);
+      for (;;) {
+        if (store->check(keys)) return Status::ok();
+        if (store->check({key("failed")})) {
+          const auto why = store->get(key("failed"));
+          store->set(key("ack/" + std::to_string(options.rank)), std::vector<std::uint8_t>{1});
+          return timeout_error(std::string(why.begin(), why.end()));
+        }
+        if (Clock::now() >= deadline) break;
+        std::this_thread::sleep_for(pause);
+        pause = std::min(pause * 2, milliseconds(20));
       }
+      std::string missing;
+      std::vector<std::string> acks;
+      for (int r = 0; r < options.world_size; ++r) {
+        if (!store->check({keys[r]}))
+          missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+        else if (r != options.rank)
+          acks.push_back(key("ack/" + std::to_string(r)));
+      }
+      const std::string why = "rank " + std::to_string(options.rank) +
+                              " stopped waiting at its deadline (missing ranks: " + missing + ")";
+      store->set(key("failed"), std::vector<std::uint8_t>(why.begin(), why.end()));
+      try {
+        if (!acks.empty()) store->wait(acks, std::min(options.timeout, milliseconds(1000)));
+      } catch (const std::exception&) {  // a rank that did not read it reports its own timeout
+      }
+      return timeout_error(why);
+    } catch (const std::exception& e) {
       const std::string cause = describe(e);
-      if (Clock::now() >= deadline || mentions_timeout(cause))
-        return make_error(ErrorCategory::kTimeout, "learner.rendezvous_timeout",
-                          where() + ": not every rank joined '" + options.rendezvous + "'" +
-                              (missing.empty() ? "" : " (missing ranks: " + missing + ")") +
-                              " within the deadline: " + cause);
+      if (Clock::now() >= deadline || mentions_timeout(cause)) return timeout_error(cause);
       return make_error(ErrorCategory::kUnavailable, "learner.rendezvous_failed",
                         where() + ": rendezvous at '" + options.rendezvous + "' failed: " + cause);
     }

@@ -48,12 +48,18 @@ struct LearnerGroupOptions {
   /// Each create() needs a fresh one: a new file, or the old group destroyed on every rank before
   /// rank 0 hosts the TCP store again. Default: empty (valid only with world_size == 1).
   std::string rendezvous;
-  /// Deadline of every collective, and of create() as a whole (rendezvous plus the first
-  /// collective). The manifest's [learner] nccl_timeout_ms. Long enough for the slowest rank to
-  /// reach the collective (a step's forward/backward imbalance), short enough that a hung group is
-  /// noticed. Default: 10 minutes.
+  /// Deadline of every collective (each bucket of a call gets it in full, counted from when the
+  /// bucket before it finished) and of the rendezvous: every rank must have joined within it of
+  /// its own create() call; connecting the backend and the first collective then get it again.
+  /// The manifest's [learner] nccl_timeout_ms. Long enough for the slowest rank to reach the
+  /// collective (a step's forward/backward imbalance), short enough that a hung group is noticed.
+  /// Default: 10 minutes.
   std::chrono::milliseconds timeout{600'000};
-  /// Set: NCCL on this CUDA device (tensors passed in must live there). Unset: Gloo on CPU.
+  /// Set: NCCL on this CUDA device (tensors passed in must live there); create() makes it the
+  /// current device and, unless the operator set it, sets TORCH_NCCL_ASYNC_ERROR_HANDLING=2 (the
+  /// watchdog aborts a failed communicator without killing the process, so the error reaches the
+  /// caller). Each NCCL collective is waited for on the host (polled), so every call is a host
+  /// synchronisation point. Unset: Gloo on CPU; GLOO_SOCKET_IFNAME picks the network interface.
   /// Default: unset.
   std::optional<int> cuda_device;
   /// Upper bound on one flattened bucket of allreduce_sum / broadcast. Larger buckets mean fewer
