@@ -1,0 +1,227 @@
+// The training step on a tiny model, CPU, fp32: SFT learns, PPO moves probability toward the
+// rewarded answer, the critic learns the reward, K micro-batches equal one batch, and a restored
+// checkpoint continues bit-identically.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <random>
+
+#include "learner/trainer.h"
+#include "model/model_test_util.h"
+
+namespace cuda_agent {
+namespace {
+
+constexpr std::int64_t kVocab = 50;
+
+ModelConfig config() {
+  ModelConfig c = tiny_model_config("qwen2", kVocab, /*head_dim=*/8);
+  c.max_position_embeddings = 256;
+  return c;
+}
+
+// A sequence: `prompt` (mask 0), then `answer` (mask 1) sampled with `logprobs`.
+TrainSequence sequence(const std::string& id, const std::vector<std::int64_t>& prompt,
+                       const std::vector<std::int64_t>& answer, double reward,
+                       std::vector<float> logprobs = {}, std::uint64_t version = 0) {
+  TrainSequence s;
+  s.run = RunId{"r"};
+  s.episode = EpisodeId{id};
+  s.task = TaskId{"t"};
+  s.ids = prompt;
+  s.ids.insert(s.ids.end(), answer.begin(), answer.end());
+  s.loss_mask.assign(prompt.size(), 0);
+  s.loss_mask.resize(s.ids.size(), 1);
+  if (logprobs.empty()) logprobs.assign(answer.size(), -std::log(float(kVocab)));
+  s.behaviour_logprobs.assign(prompt.size(), 0.f);
+  s.behaviour_logprobs.insert(s.behaviour_logprobs.end(), logprobs.begin(), logprobs.end());
+  s.policy_versions.assign(s.ids.size(), version);
+  s.reward = reward;
+  s.last_model_token = std::int64_t(s.ids.size()) - 1;
+  s.min_version = s.max_version = version;
+  return s;
+}
+
+// Sum of the answer's log-probs under `m`, from a plain full-logits forward.
+double answer_logprob(const Transformer& m, const TrainSequence& s) {
+  at::NoGradGuard no_grad;
+  at::Tensor ids = at::tensor(s.ids, at::kLong).view({1, -1});
+  at::Tensor logp = at::log_softmax(m.forward(ids).to(at::kFloat), -1)[0];
+  double total = 0;
+  for (std::size_t t = 1; t < s.ids.size(); ++t)
+    if (s.loss_mask[t]) total += logp[std::int64_t(t) - 1][s.ids[t]].item<double>();
+  return total;
+}
+
+Critic critic_of(const Transformer& actor_like) {
+  return Critic{Transformer::random(actor_like.config(), 99),
+                ValueHead::zeros(actor_like.config().hidden_size, at::kFloat)};
+}
+
+double max_param_diff(const Transformer& a, const Transformer& b) {
+  auto pa = a.parameters(), pb = b.parameters();
+  double d = 0;
+  for (std::size_t i = 0; i < pa.size(); ++i)
+    d = std::max(d, (pa[i].second - pb[i].second).abs().max().item<double>());
+  return d;
+}
+
+TEST(Trainer, SftLossFallsFiveFoldIn200Steps) {
+  // 8 prompts; the answer continues the prompt's first token by +1 per position (a rule to
+  // learn, not only to memorise).
+  std::vector<TrainSequence> corpus;
+  for (int p = 0; p < 8; ++p) {
+    std::vector<std::int64_t> prompt{1 + p, 2, 3}, answer;
+    for (int i = 0; i < 20; ++i) answer.push_back((1 + p + 3 * i) % kVocab);
+    corpus.push_back(sequence("e" + std::to_string(p), prompt, answer, 1.0));
+  }
+  TrainerOptions o;
+  o.actor_optimizer = {.lr = 3e-3, .max_grad_norm = 1.0};
+  auto t = Trainer::create(Transformer::random(config(), 1), std::nullopt, o, nullptr);
+  ASSERT_TRUE(t) << t.error().to_string();
+  double first = 0, last = 0;
+  for (int step = 0; step < 200; ++step) {
+    auto m = (*t)->sft_step(corpus);
+    ASSERT_TRUE(m) << m.error().to_string();
+    if (step == 0) first = m->loss;
+    last = m->loss;
+    if (step % 50 == 0 || step == 199) std::printf("%s\n", m->line().c_str());
+  }
+  std::printf("sft loss %.4f -> %.4f (%.1fx)\n", first, last, first / last);
+  EXPECT_GE(first / last, 5.0);
+}
+
+TEST(Trainer, KMicroBatchesEqualOneBatch) {
+  std::mt19937 rng(7);
+  std::vector<TrainSequence> batch;
+  for (int i = 0; i < 6; ++i) {
+    std::vector<std::int64_t> prompt, answer;
+    std::vector<float> lps;
+    for (int k = 0; k < 3 + i; ++k) prompt.push_back(std::int64_t(rng() % kVocab));
+    for (int k = 0; k < 5 + 2 * i; ++k) {
+      answer.push_back(std::int64_t(rng() % kVocab));
+      lps.push_back(-1.0f - float(rng() % 100) / 50.f);
+    }
+    batch.push_back(sequence("e" + std::to_string(i), prompt, answer, (i % 3) - 1.0, lps));
+  }
+  auto run = [&](std::int64_t micro_tokens) {
+    TrainerOptions o;
+    o.micro_batch_tokens = micro_tokens;
+    o.actor_optimizer = {.lr = 1e-4};
+    o.critic_optimizer = {.lr = 1e-4};
+    Transformer actor = Transformer::random(config(), 3);
+    Critic c = critic_of(actor);
+    auto t = Trainer::create(std::move(actor), std::move(c), o, nullptr);
+    EXPECT_TRUE(t);
+    for (int s = 0; s < 2; ++s) {
+      auto m = (*t)->ppo_step(batch);
+      EXPECT_TRUE(m) << m.error().to_string();
+    }
+    return std::move(*t);
+  };
+  auto one = run(1 << 20);
+  auto many = run(24);  // one or two rows per micro-batch
+  const double actor_d = max_param_diff(one->actor(), many->actor());
+  const double critic_d = max_param_diff(one->critic()->backbone, many->critic()->backbone);
+  std::printf("max |one batch - K micro-batches|: actor %.3g, critic %.3g\n", actor_d, critic_d);
+  EXPECT_LE(actor_d, 1e-6);
+  EXPECT_LE(critic_d, 1e-6);
+  EXPECT_GT(max_param_diff(one->actor(), Transformer::random(config(), 3)), 1e-6);  // it moved
+}
+
+TEST(Trainer, PpoMovesProbabilityTowardTheRewardedAnswer) {
+  const std::vector<std::int64_t> prompt{5, 6, 7};
+  TrainerOptions o;
+  o.actor_optimizer = {.lr = 1e-3};
+  auto t = Trainer::create(Transformer::random(config(), 4), std::nullopt, o, nullptr);
+  ASSERT_TRUE(t);
+  TrainSequence good = sequence("good", prompt, {10, 11, 12, 13}, 3.0);
+  TrainSequence bad = sequence("bad", prompt, {20, 21, 22, 23}, -1.0);
+  const double good0 = answer_logprob((*t)->actor(), good);
+  const double bad0 = answer_logprob((*t)->actor(), bad);
+  for (int s = 0; s < 10; ++s) {
+    // On-policy: behaviour log-probs are the current policy's.
+    auto refresh = [&](TrainSequence& seq) {
+      at::NoGradGuard ng;
+      at::Tensor ids = at::tensor(seq.ids, at::kLong).view({1, -1});
+      at::Tensor logp = at::log_softmax((*t)->actor().forward(ids).to(at::kFloat), -1)[0];
+      for (std::size_t k = 3; k < seq.ids.size(); ++k)
+        seq.behaviour_logprobs[k] = logp[std::int64_t(k) - 1][seq.ids[k]].item<float>();
+    };
+    refresh(good);
+    refresh(bad);
+    auto m = (*t)->ppo_step({good, bad});
+    ASSERT_TRUE(m) << m.error().to_string();
+    EXPECT_LE(m->importance_capped, 0.0);
+  }
+  const double good1 = answer_logprob((*t)->actor(), good);
+  const double bad1 = answer_logprob((*t)->actor(), bad);
+  std::printf("log p(good) %.3f -> %.3f, log p(bad) %.3f -> %.3f\n", good0, good1, bad0, bad1);
+  EXPECT_GT(good1, good0 + 1.0);
+  EXPECT_LT(bad1, bad0);
+  EXPECT_EQ((*t)->policy_version(), 10u);
+}
+
+TEST(Trainer, ValuePretrainingExplainsTheReward) {
+  // The reward is decided by the prompt's first token (even: +1, odd: -1); the answer is noise.
+  std::mt19937 rng(11);
+  std::vector<TrainSequence> batch;
+  for (int i = 0; i < 16; ++i) {
+    std::vector<std::int64_t> prompt{1 + i, 2}, answer;
+    for (int k = 0; k < 6; ++k) answer.push_back(std::int64_t(rng() % kVocab));
+    batch.push_back(sequence("e" + std::to_string(i), prompt, answer, i % 2 == 0 ? 1.0 : -1.0));
+  }
+  TrainerOptions o;
+  o.critic_optimizer = {.lr = 3e-3};
+  o.value_clip = 0;
+  Transformer actor = Transformer::random(config(), 5);
+  Critic c = critic_of(actor);
+  auto t = Trainer::create(std::move(actor), std::move(c), o, nullptr);
+  ASSERT_TRUE(t);
+  double ev = -1;
+  for (int s = 0; s < 150; ++s) {
+    auto m = (*t)->value_step(batch);
+    ASSERT_TRUE(m) << m.error().to_string();
+    ev = m->explained_variance;
+    if (s % 50 == 0 || s == 149) std::printf("%s\n", m->line().c_str());
+  }
+  EXPECT_GE(ev, 0.3);
+  EXPECT_EQ((*t)->policy_version(), 0u);  // the actor did not change
+}
+
+TEST(Trainer, RestoredCheckpointContinuesBitIdentically) {
+  testing::TempDir dir;
+  std::vector<TrainSequence> batch;
+  for (int i = 0; i < 4; ++i)
+    batch.push_back(sequence("e" + std::to_string(i), {1, 2 + i}, {3, 4 + i, 5}, i - 1.5));
+  TrainerOptions o;
+  o.actor_optimizer = {.lr = 1e-3, .warmup_steps = 3};
+  o.critic_optimizer = {.lr = 1e-3};
+  auto make = [&] {
+    Transformer actor = Transformer::random(config(), 8);
+    Critic c = critic_of(actor);
+    auto t = Trainer::create(std::move(actor), std::move(c), o, nullptr);
+    EXPECT_TRUE(t);
+    return std::move(*t);
+  };
+  auto straight = make();
+  for (int s = 0; s < 5; ++s) ASSERT_TRUE(straight->ppo_step(batch));
+
+  auto first = make();
+  for (int s = 0; s < 3; ++s) ASSERT_TRUE(first->ppo_step(batch));
+  ASSERT_TRUE(first->save_checkpoint(dir.str("ckpt"), {{"note", "test"}}));
+  auto resumed = make();
+  auto state = resumed->restore_checkpoint(dir.str("ckpt"));
+  ASSERT_TRUE(state) << state.error().to_string();
+  ASSERT_TRUE(state->has_value());
+  EXPECT_EQ((**state)["note"], "test");
+  EXPECT_EQ(resumed->steps(), 3u);
+  EXPECT_EQ(resumed->policy_version(), 3u);
+  for (int s = 0; s < 2; ++s) ASSERT_TRUE(resumed->ppo_step(batch));
+  EXPECT_EQ(max_param_diff(straight->actor(), resumed->actor()), 0.0);
+  EXPECT_EQ(max_param_diff(straight->critic()->backbone, resumed->critic()->backbone), 0.0);
+}
+
+}  // namespace
+}  // namespace cuda_agent
