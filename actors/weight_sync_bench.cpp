@@ -2,10 +2,10 @@
 // buckets of random bytes) from one WeightPublisher on TCP loopback to 1 and 4 WeightFetchers
 // (one thread each), against raw ZeroMQ on the same link measured in the same run.
 //
-//   raw   a ROUTER thread answers each 1-frame request from a DEALER with one bucket-sized frame
-//         sent without a copy from memory (the publisher's pattern without codecs, lookups or
-//         checksums); each receiver keeps 4 requests in flight, as the fetcher does. Throughput =
-//         all bytes received by all receivers / wall time.
+//   raw   a ROUTER thread answers each 1-frame request from a DEALER with the bucket it names (the
+//         same 16 buffers the publisher serves), sent without a copy from memory (the publisher's
+//         pattern without codecs, lookups or checksums); each receiver keeps 4 requests in flight,
+//         as the fetcher does. Throughput = all bytes received by all receivers / wall time.
 //   sync  fetch_manifest + fetch (parallel_requests 4, xxh64 verified, a sink that only counts).
 //         Time from the first request for the manifest until the last fetcher's last bucket is
 //         verified ("announce" = the engine learning the version exists).
@@ -33,8 +33,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double raw_throughput(const std::shared_ptr<const std::string>& bucket, std::size_t buckets,
-                      int receivers) {
+double raw_throughput(const std::vector<std::shared_ptr<const std::string>>& data, int receivers) {
+  const std::size_t buckets = data.size();
   zmq::context_t ctx(2);
   zmq::socket_t router(ctx, zmq::socket_type::router);
   router.set(zmq::sockopt::linger, 0);
@@ -48,7 +48,9 @@ double raw_throughput(const std::shared_ptr<const std::string>& bucket, std::siz
       zmq::message_t id, request;
       while (router.recv(id, zmq::recv_flags::dontwait)) {
         (void)router.recv(request, zmq::recv_flags::none);
-        auto* keep = new std::shared_ptr<const std::string>(bucket);
+        std::uint32_t index = 0;
+        std::memcpy(&index, request.data(), std::min<std::size_t>(request.size(), 4));
+        auto* keep = new std::shared_ptr<const std::string>(data[index % buckets]);
         zmq::message_t frame(
             const_cast<char*>((*keep)->data()), (*keep)->size(),
             [](void*, void* h) { delete static_cast<std::shared_ptr<const std::string>*>(h); },
@@ -67,17 +69,15 @@ double raw_throughput(const std::shared_ptr<const std::string>& bucket, std::siz
       dealer.set(zmq::sockopt::linger, 0);
       dealer.connect(endpoint);
       std::size_t sent = 0, got = 0;
-      for (; sent < std::min<std::size_t>(4, buckets); ++sent) dealer.send(zmq::str_buffer("r"));
+      auto ask = [&](std::uint32_t index) { dealer.send(zmq::buffer(&index, 4)); };
+      for (; sent < std::min<std::size_t>(4, buckets); ++sent) ask(sent);
       while (got < buckets) {
         zmq::message_t frame;
         (void)dealer.recv(frame);
-        if (frame.size() != bucket->size()) std::abort();
+        if (frame.size() != data[0]->size()) std::abort();
         received += frame.size();
         ++got;
-        if (sent < buckets) {
-          dealer.send(zmq::str_buffer("r"));
-          ++sent;
-        }
+        if (sent < buckets) ask(sent++);
       }
     });
   }
@@ -139,7 +139,7 @@ int run(int argc, char** argv) {
   for (int fetchers : {1, 4}) {
     std::vector<double> ratios;
     for (std::size_t rep = 0; rep < std::max<std::size_t>(repeat, 1); ++rep) {
-      const double raw = raw_throughput(v.data[0], buckets, fetchers);
+      const double raw = raw_throughput(v.data, fetchers);
       std::vector<std::thread> threads;
       std::atomic<int> failures{0};
       const auto start = Clock::now();
