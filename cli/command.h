@@ -8,6 +8,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include <string>
+#include <vector>
+
 #include "cluster/launch_plan.h"
 #include "cluster/manifest.h"
 #include "core/error.h"
@@ -49,5 +52,13 @@ void add_compile_commands(CLI::App& app,
                           CommandResult& result);  // compile, serve compile-*, artifacts get
 void add_bench_commands(CLI::App& app, CommandResult& result);    // bench
 void add_rollout_commands(CLI::App& app, CommandResult& result);  // serve rollout-worker
+void add_engine_command(CLI::App& serve, CommandResult& result);  // serve policy-engine
+void add_learn_commands(CLI::App& app, CommandResult& result);    // learn sft|value|ppo
+
+/// Replaces this process with a torch-linked sibling binary (cuda-agent-model, -learn, -engine:
+/// the CLI itself stays torch-free), found beside /proc/self/exe, else on PATH, with `args`.
+/// Returns only on failure, with the error reported (naming `what` the binary holds).
+int exec_torch_binary(const std::string& exe_name, const std::vector<std::string>& args,
+                      const std::string& what);
 
 }  // namespace cuda_agent::cli

@@ -93,29 +93,26 @@ int run_tokenize(const TokenizeArgs& args) {
   return exit_code;
 }
 
-// `cuda-agent model init|generate|logits ...` run the torch-linked `cuda-agent-model` (built
-// beside this binary; model/model_main.cpp): the CLI itself stays torch-free. Found next to
-// /proc/self/exe, else on PATH. Returns only on failure.
-int exec_model_binary(const std::string& command, const std::vector<std::string>& args) {
+}  // namespace
+
+int exec_torch_binary(const std::string& exe_name, const std::vector<std::string>& args,
+                      const std::string& what) {
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  std::string exe = "cuda-agent-model";
+  std::string exe = exe_name;
   if (!ec && fs::exists(self.parent_path() / exe, ec)) exe = (self.parent_path() / exe).string();
-  std::vector<std::string> argv_s = {exe, command};
+  std::vector<std::string> argv_s = {exe};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& a : argv_s) argv.push_back(a.data());
   argv.push_back(nullptr);
   std::fflush(stdout);
   ::execvp(exe.c_str(), argv.data());
-  return report(make_error(ErrorCategory::kNotFound, "cli.no_model_binary",
-                           exe + ": " + std::strerror(errno) +
-                               " (build the cuda-agent-model target; it holds the torch-linked "
-                               "model commands)"));
+  return report(make_error(ErrorCategory::kNotFound, "cli.no_torch_binary",
+                           exe + ": " + std::strerror(errno) + " (build the " + exe_name +
+                               " target; it holds the torch-linked " + what + ")"));
 }
-
-}  // namespace
 
 void add_model_commands(CLI::App& app, CommandResult& result) {
   auto* model = app.add_subcommand("model",
@@ -158,8 +155,11 @@ void add_model_commands(CLI::App& app, CommandResult& result) {
                   " ...`; see `cuda-agent-model " + name + " --help`");
     sub->prefix_command();  // every argument after the name goes to cuda-agent-model
     sub->set_help_flag();
-    sub->callback(
-        [sub, name, &result] { result.exit_code = exec_model_binary(name, sub->remaining()); });
+    sub->callback([sub, name, &result] {
+      std::vector<std::string> args = sub->remaining();
+      args.insert(args.begin(), name);
+      result.exit_code = exec_torch_binary("cuda-agent-model", args, "model commands");
+    });
   }
 
   init->callback([iargs, &result] {
@@ -170,6 +170,26 @@ void add_model_commands(CLI::App& app, CommandResult& result) {
     }
     std::printf("wrote %s/tokenizer.json\n", iargs->dir.c_str());
   });
+}
+
+void add_learn_commands(CLI::App& app, CommandResult& result) {
+  auto* learn = app.add_subcommand(
+      "learn",
+      "The learner alone on stored episodes (torch-linked, via cuda-agent-learn): sft (RFT on the "
+      "run's positive, completed episodes), value (critic pretraining), ppo; resumable from --out");
+  learn->require_subcommand(1);
+  for (const char* name : {"sft", "value", "ppo"}) {
+    auto* sub = learn->add_subcommand(
+        name, std::string("runs `cuda-agent-learn ") + name + " ...`; see `cuda-agent-learn " +
+                  name + " --help` (--store DIR --run RUN --model DIR --out DIR [--steps N] ...)");
+    sub->prefix_command();
+    sub->set_help_flag();
+    sub->callback([sub, name, &result] {
+      std::vector<std::string> args = sub->remaining();
+      args.insert(args.begin(), name);
+      result.exit_code = exec_torch_binary("cuda-agent-learn", args, "learner");
+    });
+  }
 }
 
 }  // namespace cuda_agent::cli
