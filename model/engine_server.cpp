@@ -253,6 +253,33 @@ std::string finish_reason(const EngineJobOutcome& o) {
 
 }  // namespace
 
+std::string engine_chat_message_json(std::string_view text, std::uint64_t request_id,
+                                     bool* has_tool_calls) {
+  ParsedAssistant parsed = parse_assistant(text);
+  json message = {{"role", "assistant"}};
+  if (has_tool_calls) *has_tool_calls = false;
+  if (!parsed.problems.empty()) {  // the client's parser reports the malformed blocks
+    message["content"] = std::string(text);
+    return dump(message);
+  }
+  message["content"] =
+      parsed.content.empty() && !parsed.tool_calls.empty() ? json(nullptr) : json(parsed.content);
+  if (!parsed.reasoning.empty()) message["reasoning_content"] = parsed.reasoning;
+  if (!parsed.tool_calls.empty()) {
+    json calls = json::array();
+    for (std::size_t k = 0; k < parsed.tool_calls.size(); ++k) {
+      calls.push_back({{"id", "call_" + std::to_string(request_id) + "_" + std::to_string(k)},
+                       {"type", "function"},
+                       {"function",
+                        {{"name", parsed.tool_calls[k].name},
+                         {"arguments", parsed.tool_calls[k].arguments_json}}}});
+    }
+    message["tool_calls"] = std::move(calls);
+    if (has_tool_calls) *has_tool_calls = true;
+  }
+  return dump(message);
+}
+
 struct EngineServer::Http {
   EngineServerOptions options;
   EngineServer* owner = nullptr;
@@ -311,28 +338,9 @@ json EngineServer::Http::build_reply(const GenerationAsk& a, const EngineJob& jo
                  {"stop_reason", o.finish}};
   std::string finish = finish_reason(o);
   if (a.chat) {
-    ParsedAssistant parsed = parse_assistant(text);
-    json message = {{"role", "assistant"}};
-    if (!parsed.problems.empty()) {  // the client's parser reports the malformed blocks
-      message["content"] = text;
-    } else {
-      message["content"] = parsed.content.empty() && !parsed.tool_calls.empty()
-                               ? json(nullptr)
-                               : json(parsed.content);
-      if (!parsed.reasoning.empty()) message["reasoning_content"] = parsed.reasoning;
-      if (!parsed.tool_calls.empty()) {
-        json calls = json::array();
-        for (std::size_t k = 0; k < parsed.tool_calls.size(); ++k) {
-          calls.push_back({{"id", "call_" + std::to_string(job.id()) + "_" + std::to_string(k)},
-                           {"type", "function"},
-                           {"function",
-                            {{"name", parsed.tool_calls[k].name},
-                             {"arguments", parsed.tool_calls[k].arguments_json}}}});
-        }
-        message["tool_calls"] = std::move(calls);
-        if (finish == "stop") finish = "tool_calls";
-      }
-    }
+    bool has_calls = false;
+    json message = json::parse(engine_chat_message_json(text, job.id(), &has_calls));
+    if (has_calls && finish == "stop") finish = "tool_calls";
     choice["message"] = std::move(message);
     if (a.logprobs) {
       json content = json::array();

@@ -54,6 +54,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "core/error.h"
 #include "model/engine_server_core.h"
@@ -75,6 +76,15 @@ struct EngineServerOptions {
   /// Handler threads; 0: 2 x max_batch + 16 (every waiting request holds one).
   int http_threads = 0;
 };
+
+/// The `message` of a chat reply for generated assistant `text` (without <|im_end|>), as JSON
+/// text: {"role": "assistant", "content", "tool_calls"?, "reasoning_content"?}. Tool calls are
+/// parsed in the model's format (parse_assistant), with ids "call_<request_id>_<k>" and their
+/// arguments as text; content is null when there is only calls. A text with a malformed
+/// <tool_call> block is returned whole as content (no tool_calls), for the client's own parser
+/// to report. `has_tool_calls` (may be null) says whether tool_calls is there.
+std::string engine_chat_message_json(std::string_view text, std::uint64_t request_id,
+                                     bool* has_tool_calls = nullptr);
 
 class EngineServer {
  public:

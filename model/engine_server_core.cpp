@@ -1,5 +1,7 @@
 #include "model/engine_server_core.h"
 
+#include <c10/core/DeviceGuard.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <deque>
@@ -204,6 +206,8 @@ struct EngineCore::Impl {
 
 void EngineCore::Impl::loop() {
   torch::NoGradGuard no_grad;  // per thread
+  // The model's device current on this thread (cuda:N), for CUDA graph capture and streams.
+  c10::DeviceGuard device_guard(device);
   const std::int64_t slots = engine->slots();
   double last_step_ms = 0;
   std::shared_ptr<PendingSwap> measuring;  // swapped in; its pause ends with the next step
@@ -327,6 +331,8 @@ Expected<std::unique_ptr<EngineCore>> EngineCore::create(const EngineCoreOptions
     ASSIGN_OR_RETURN(at::ScalarType t, parse_dtype_name(o.dtype));
     lo.dtype = t;
   }
+  c10::DeviceGuard device_guard(impl->device);
+  torch::NoGradGuard no_grad;
   ASSIGN_OR_RETURN(Tokenizer tok, Tokenizer::load(o.model_dir + "/tokenizer.json"));
   impl->tokenizer = std::make_shared<const Tokenizer>(std::move(tok));
   ASSIGN_OR_RETURN(Transformer model, Transformer::load(o.model_dir, lo));
@@ -441,6 +447,7 @@ Expected<WeightSwapReport> EngineCore::load_weights(const std::string& dir, std:
   }
   const auto t0 = Clock::now();
   torch::NoGradGuard no_grad;
+  c10::DeviceGuard device_guard(impl_->device);
   ASSIGN_OR_RETURN(Transformer staged,
                    Transformer::load(dir, {.device = impl_->device, .dtype = impl_->dtype}));
   auto swap = std::make_shared<Impl::PendingSwap>();

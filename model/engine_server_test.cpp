@@ -288,6 +288,40 @@ TEST_F(EngineServerTest, ChatRendersTheChatFormatAndIsTokenExact) {
   EXPECT_TRUE(finish == "stop" || finish == "length" || finish == "tool_calls") << finish;
 }
 
+// Tool calls in generated text come back as OpenAI tool_calls; malformed ones as plain text.
+TEST(EngineChatMessageTest, ToolCallsInTheModelsFormat) {
+  bool calls = false;
+  json m = json::parse(engine_chat_message_json(
+      "I will compile.\n<tool_call>\n{\"name\": \"compile\", \"arguments\": {\"opt\": 3}}\n"
+      "</tool_call>\n<tool_call>\n{\"name\": \"finish\", \"arguments\": {}}\n</tool_call>",
+      42, &calls));
+  EXPECT_TRUE(calls);
+  EXPECT_EQ(m["role"], "assistant");
+  EXPECT_EQ(m["content"], "I will compile.");
+  ASSERT_EQ(m["tool_calls"].size(), 2u);
+  EXPECT_EQ(m["tool_calls"][0]["id"], "call_42_0");
+  EXPECT_EQ(m["tool_calls"][0]["type"], "function");
+  EXPECT_EQ(m["tool_calls"][0]["function"]["name"], "compile");
+  EXPECT_EQ(json::parse(m["tool_calls"][0]["function"]["arguments"].get<std::string>()),
+            json({{"opt", 3}}));
+  EXPECT_EQ(m["tool_calls"][1]["function"]["name"], "finish");
+
+  m = json::parse(engine_chat_message_json(
+      "<tool_call>\n{\"name\": \"compile\", \"arguments\": {}}\n</tool_call>", 1, &calls));
+  EXPECT_TRUE(m["content"].is_null());
+  EXPECT_EQ(m["tool_calls"].size(), 1u);
+
+  const std::string bad = "<tool_call>\n{not json}\n</tool_call>";
+  m = json::parse(engine_chat_message_json(bad, 1, &calls));
+  EXPECT_FALSE(calls);
+  EXPECT_EQ(m["content"], bad);
+  EXPECT_FALSE(m.contains("tool_calls"));
+
+  m = json::parse(engine_chat_message_json("plain answer", 1, &calls));
+  EXPECT_FALSE(calls);
+  EXPECT_EQ(m["content"], "plain answer");
+}
+
 TEST_F(EngineServerTest, BadRequestsGetTypedErrors) {
   auto server = start(2, 64);
   ASSERT_TRUE(server);
