@@ -133,6 +133,7 @@ struct WeightPublisher::Impl {
   std::atomic<bool> stop{false};
   std::atomic<std::uint64_t> served{0};
   std::map<std::pair<std::uint64_t, std::uint32_t>, int> serve_counts;  // thread only
+  bool hung = false;                                                    // thread only (test)
 
   mutable std::mutex mutex;
   std::map<PolicyVersion, std::shared_ptr<const Held>> versions;  // under mutex
@@ -195,7 +196,7 @@ void WeightPublisher::Impl::on_request() {
   std::size_t dropped = 0;
   if (!recv_multipart(router, parts, 2, dropped) || parts.size() != 2 || dropped) return;
   auto request = decode_weight_fetch_request(view(parts[1]));
-  if (!request) return;  // not ours: no answer (the sender's request times out)
+  if (!request || hung) return;  // not ours: no answer (the sender's request times out)
   WeightFetchReply r{
       request->request_id, request->version, request->manifest_only, request->bucket_index, 0,
       Status::ok()};
@@ -247,6 +248,7 @@ void WeightPublisher::Impl::on_request() {
         stop = true;
         router.close();
         return;
+      case ServeFault::kHang: hung = true; return;
     }
   }
   r.payload_bytes = data->size();

@@ -77,6 +77,7 @@ enum class ServeFault : std::uint8_t {
   kFlipByte,  ///< serve a copy with one byte flipped (checksum fails)
   kTruncate,  ///< serve only the first half (size check fails)
   kDie,       ///< close the socket and stop, as a killed process would, without answering
+  kHang,      ///< keep the socket open but never answer again (a stuck rank: found by timeout)
 };
 /// Called on the publisher's thread before each bucket is served; `served_before` counts the
 /// earlier requests for this (version, index) this publisher answered.

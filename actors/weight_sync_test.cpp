@@ -183,6 +183,39 @@ TEST(WeightSync, ARankKilledMidTransferIsReplacedByAnotherRanksCopy) {
   EXPECT_LT(stats->seconds, 10.0);
 }
 
+TEST(WeightSync, ARankThatStopsAnsweringIsSkippedAfterTheRequestTimeout) {
+  const auto v = random_version(14, 13, 6, test_seed());
+  Ranks ranks = start_ranks(v, 2, 2, {[](PolicyVersion, std::uint32_t i, int) {
+                              return i == 2 ? ServeFault::kHang : ServeFault::kNone;
+                            }});
+  ranks.fetcher.request_timeout_ms = 500;
+  WeightFetcher f(ranks.fetcher);
+  std::vector<std::string> got;
+  auto stats = fetch_all(f, PolicyVersion{14}, PolicyVersion{13}, got);
+  ASSERT_TRUE(stats) << stats.error().to_string();
+  expect_same(v, got);
+  EXPECT_EQ(stats->ranks_lost, 1u);
+}
+
+TEST(WeightSync, RefusesAnUnknownChecksumAlgorithmAndInconsistentSizes) {
+  auto v = random_version(15, 14, 2, test_seed());
+  WeightFetcherOptions fo;
+  fo.endpoints = {"tcp://127.0.0.1:1"};
+  WeightFetcher f(fo);
+  auto sink = [](const WeightBucketInfo&, std::string_view) { return Status(); };
+  WeightManifest m = v.manifest;
+  m.buckets[1].checksum_algorithm = "crc32";
+  auto stats = f.fetch(m, PolicyVersion{14}, sink, 1'000);
+  ASSERT_FALSE(stats);
+  EXPECT_EQ(stats.error().code, "weights.bad_manifest");
+  EXPECT_NE(stats.error().message.find("crc32"), std::string::npos);
+  m = v.manifest;
+  m.total_bytes += 1;
+  stats = f.fetch(m, PolicyVersion{14}, sink, 1'000);
+  ASSERT_FALSE(stats);
+  EXPECT_EQ(stats.error().code, "weights.bad_manifest");
+}
+
 TEST(WeightSync, SecuredRankServesOnlyAllowListedEngines) {
   auto server = generate_curve_keypair();
   auto engine = generate_curve_keypair();
