@@ -28,7 +28,7 @@ Agreement compare(std::shared_ptr<const Transformer> model, std::int64_t prompts
   auto engine = GenerationEngine::create(model, 0, eo);
   EXPECT_TRUE(engine) << engine.error().to_string();
   std::mt19937 rng(17);
-  std::vector<std::vector<std::int64_t>> prompt_ids(std::size_t(prompts));
+  std::vector<std::vector<std::int64_t>> prompt_ids(static_cast<std::size_t>(prompts));
   const std::int64_t V = model->config().vocab_size;
   for (std::int64_t p = 0; p < prompts; ++p) {
     for (std::int64_t k = 0; k < prompt_len; ++k)
