@@ -10,11 +10,14 @@
 //         Time from the first request for the manifest until the last fetcher's last bucket is
 //         verified ("announce" = the engine learning the version exists).
 //   ratio sync time / (receivers x bytes / raw throughput with as many receivers); target <= 1.5.
+//   cpu   process CPU seconds (user + system, all threads) per GiB delivered, raw and sync: the
+//         cost that does not depend on what else runs on the machine.
 //
 // Each (raw, sync) pair is measured back to back --repeat times (default 3) and the median ratio
 // reported, so load from other processes on a shared machine hits both sides alike.
 //
 // Usage: weight_sync_bench [--mib 1024] [--bucket-mib 64] [--repeat 3]
+#include <sys/resource.h>
 #include <zmq.hpp>
 
 #include <algorithm>
@@ -32,6 +35,13 @@ namespace cuda_agent {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// User + system CPU seconds of the whole process (publisher, fetchers, ZeroMQ I/O threads).
+double cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
 
 double raw_throughput(const std::vector<std::shared_ptr<const std::string>>& data, int receivers) {
   const std::size_t buckets = data.size();
@@ -134,12 +144,14 @@ int run(int argc, char** argv) {
   fo.endpoints = {(*publisher)->endpoint()};
   fo.run_id = RunId{"bench"};
 
-  std::printf("%-10s %4s %8s %10s %11s %8s %8s\n", "fetchers", "rep", "GiB", "raw GB/s",
-              "sync GB/s", "sync s", "ratio");
+  std::printf("%-10s %4s %8s %10s %11s %8s %8s %13s %14s\n", "fetchers", "rep", "GiB", "raw GB/s",
+              "sync GB/s", "sync s", "ratio", "raw cpu s/GiB", "sync cpu s/GiB");
   for (int fetchers : {1, 4}) {
     std::vector<double> ratios;
     for (std::size_t rep = 0; rep < std::max<std::size_t>(repeat, 1); ++rep) {
+      const double cpu0 = cpu_seconds();
       const double raw = raw_throughput(v.data, fetchers);
+      const double cpu1 = cpu_seconds();
       std::vector<std::thread> threads;
       std::atomic<int> failures{0};
       const auto start = Clock::now();
@@ -169,11 +181,13 @@ int run(int argc, char** argv) {
       }
       for (auto& t : threads) t.join();
       const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+      const double cpu2 = cpu_seconds();
       if (failures) return 1;
       const double floor = fetchers * bytes / raw;
-      std::printf("%-10d %4zu %8.2f %10.3f %11.3f %8.3f %8.2f\n", fetchers, rep,
-                  fetchers * bytes / (1 << 30), raw / 1e9, fetchers * bytes / seconds / 1e9,
-                  seconds, seconds / floor);
+      const double gib = fetchers * bytes / (1 << 30);
+      std::printf("%-10d %4zu %8.2f %10.3f %11.3f %8.3f %8.2f %13.2f %14.2f\n", fetchers, rep, gib,
+                  raw / 1e9, fetchers * bytes / seconds / 1e9, seconds, seconds / floor,
+                  (cpu1 - cpu0) / gib, (cpu2 - cpu1) / gib);
       std::fflush(stdout);
       ratios.push_back(seconds / floor);
     }
