@@ -5,8 +5,11 @@
 // Check first (fp32, tiny model): greedy tokens of 6 requests decoded together equal each one
 // decoded alone and the argmax of a full forward over the growing sequence; else exit 1.
 // Figures:
-//  - prefill tokens/s: one 2048-token prompt, chunks of 512, time of the engine step that
-//    prefills it and samples the first token (median of 3, after a warm-up);
+//  - prefill tokens/s: one 2048-token prompt (256 on the CPU), time of the engine step that
+//    prefills it and samples the first token (median of 3, after a warm-up), in chunks of 512
+//    and in one chunk; and the last quarter of such a prompt after the first three quarters
+//    were kept by a session (GenerationRequest::session: the cached-prefix attention path that
+//    every later turn of an episode takes), new tokens/s;
 //  - decode tokens/s at batch 1, 16, 64: B requests of 128-token prompts, 128 greedy new tokens;
 //    time of the decode steps only (after every request's prefill), tokens = B x 127, in the
 //    second of two such rounds on one engine (the first warms up, as transformers' side does
@@ -139,13 +142,47 @@ Expected<EpisodeRun> run_episode(std::shared_ptr<const Transformer> m, const Epi
   return run;
 }
 
+// On the CPU, and on CUDA (fp32, where decode steps replay CUDA graphs) if there is one: a
+// sampled episode is the same with and without sessions; and a kept cache below a running slot
+// (a padding row of the graphs, written at position max_seq - 1) still gives its session's next
+// turn the tokens of a full prefill.
 bool check_sessions_equal() {
   ModelConfig c = tiny_model_config("qwen2", 64, 8);
-  auto m = std::make_shared<const Transformer>(Transformer::random(c, 5));
-  EpisodeShape shape{.turns = 6, .first_prompt = 9, .completion = 5, .tool = 4, .temperature = 1};
-  auto with = run_episode(m, shape, true, 1), without = run_episode(m, shape, false, 1);
-  return with && without && with->completions == without->completions &&
-         with->stats.reused_tokens > 0;
+  std::vector<at::Device> devices = {at::kCPU};
+  if (torch::cuda::is_available()) devices.push_back(at::kCUDA);
+  for (at::Device dev : devices) {
+    auto m = std::make_shared<const Transformer>(
+        Transformer::random(c, 5, {.device = dev, .dtype = at::kFloat}));
+    EpisodeShape shape{.turns = 6, .first_prompt = 9, .completion = 5, .tool = 4, .temperature = 1};
+    auto with = run_episode(m, shape, true, 1), without = run_episode(m, shape, false, 1);
+    if (!with || !without || with->completions != without->completions ||
+        with->stats.reused_tokens == 0) {
+      return false;
+    }
+    auto e = GenerationEngine::create(m, 0, {.max_batch = 2, .max_seq_len = 32});
+    auto f = GenerationEngine::create(m, 0, {.max_batch = 2, .max_seq_len = 32});
+    std::vector<std::int64_t> a(27);
+    for (std::int64_t i = 0; i < 27; ++i) a[i] = (i * 5 + 3) % 64;
+    auto greedy = [](std::uint64_t id, std::vector<std::int64_t> p, std::int64_t n,
+                     std::string session) {
+      return GenerationRequest{.id = id,
+                               .prompt = std::move(p),
+                               .params = {.temperature = 0, .max_new_tokens = n},
+                               .session = std::move(session)};
+    };
+    if (!e->submit(greedy(1, a, 5, "a"))) return false;
+    auto r1 = e->run();  // kept: 31 tokens in slot 0
+    if (!r1 || r1->size() != 1 || e->kept_sessions() != 1) return false;
+    if (!e->submit(greedy(2, {1, 2, 3}, 20, "")) || !e->run()) return false;  // slot 1
+    a.insert(a.end(), (*r1)[0].tokens.begin(), (*r1)[0].tokens.end() - 1);
+    if (!e->submit(greedy(3, a, 1, "a")) || !f->submit(greedy(3, a, 1, ""))) return false;
+    auto reused = e->run(), fresh = f->run();
+    if (!reused || !fresh || (*reused)[0].reused_tokens != 30 ||
+        (*reused)[0].tokens != (*fresh)[0].tokens) {
+      return false;
+    }
+  }
+  return true;
 }
 
 int episode_bench(std::shared_ptr<const Transformer> model, std::int64_t context_tokens,
@@ -230,7 +267,10 @@ int main(int argc, char** argv) {
               cuda ? "CUDA" : "CPU (no GPU: shape cut to 4 layers)",
               static_cast<long long>(c.num_hidden_layers), cuda ? "bf16" : "fp32");
   std::printf("check passed: batched greedy == solo == argmax of the full forward (fp32, tiny)\n");
-  std::printf("check passed: a sampled 6-turn episode is the same with and without sessions\n");
+  std::printf(
+      "check passed: a sampled 6-turn episode is the same with and without sessions, and a kept "
+      "cache under decode padding rows survives (fp32, tiny%s)\n",
+      cuda ? ", CPU and CUDA" : "");
   // The episode on the CPU: a small model (attention over 16k keys dominates there).
   auto episode_model = model;
   if (!cuda) {
@@ -251,23 +291,49 @@ int main(int argc, char** argv) {
   };
   // Prefill.
   const std::int64_t prefill_len = cuda ? 2048 : 256;
-  {
-    auto e = GenerationEngine::create(
-        model, 0, {.max_batch = 1, .max_seq_len = prefill_len + 1, .prefill_chunk_tokens = 512});
+  for (std::int64_t chunk : {std::int64_t(512), prefill_len, std::int64_t(0)}) {
+    // chunk 0: the last quarter after a kept prefix of three quarters.
+    const std::int64_t kept = chunk == 0 ? prefill_len / 4 * 3 : 0;
+    auto e = GenerationEngine::create(model, 0,
+                                      {.max_batch = 1,
+                                       .max_seq_len = prefill_len + 1,
+                                       .prefill_chunk_tokens = chunk > 0 ? chunk : 512});
     if (!e) return std::fprintf(stderr, "%s\n", e.error().to_string().c_str()), 1;
     std::vector<double> times;
     for (int rep = 0; rep < 4; ++rep) {
+      const auto prompt = random_prompt(prefill_len, rep);
+      const std::string session = kept > 0 ? "s" + std::to_string(rep) : "";
+      if (kept > 0) {
+        (void)e->submit({.id = std::uint64_t(100 + rep),
+                         .prompt = {prompt.begin(), prompt.begin() + kept},
+                         .params = {.temperature = 0, .max_new_tokens = 1},
+                         .session = session});
+        if (!e->run()) return std::fprintf(stderr, "prefill step failed\n"), 1;
+      }
       (void)e->submit({.id = std::uint64_t(rep),
-                       .prompt = random_prompt(prefill_len, rep),
-                       .params = {.temperature = 0, .max_new_tokens = 1}});
+                       .prompt = prompt,
+                       .params = {.temperature = 0, .max_new_tokens = 1},
+                       .session = session});
       auto t = Clock::now();
       auto done = e->step();
-      if (!done || done->size() != 1) return std::fprintf(stderr, "prefill step failed\n"), 1;
+      if (!done || done->size() != 1 || (*done)[0].reused_tokens != kept) {
+        return std::fprintf(stderr, "prefill step failed\n"), 1;
+      }
       if (rep > 0) times.push_back(seconds_since(t));
+      if (kept > 0) e->drop_session(session);
     }
     std::sort(times.begin(), times.end());
-    std::printf("prefill: %.0f tokens/s (%lld-token prompt, chunks of 512, median of 3)\n",
-                prefill_len / times[1], static_cast<long long>(prefill_len));
+    if (kept == 0) {
+      std::printf("prefill: %.0f tokens/s (%lld-token prompt, chunks of %lld, median of 3)\n",
+                  prefill_len / times[1], static_cast<long long>(prefill_len),
+                  static_cast<long long>(chunk));
+    } else {
+      std::printf(
+          "prefill after a kept prefix: %.0f new tokens/s (%lld new after %lld kept, median of "
+          "3)\n",
+          (prefill_len - kept) / times[1], static_cast<long long>(prefill_len - kept),
+          static_cast<long long>(kept));
+    }
   }
   // Decode.
   const std::int64_t prompt_len = 128, new_tokens = cuda ? 128 : 16;
