@@ -227,6 +227,22 @@ struct Trainer::Impl {
     return Totals{v[0], v[1], v[2], v[3], v[4]};
   }
 
+  // The figures every kind of step reports; `passes` forwards of the batch's tokens were made.
+  StepMetrics metrics(const char* kind, const Totals& tot, Clock::time_point t0,
+                      double passes) const {
+    StepMetrics m;
+    m.kind = kind;
+    m.step = steps;
+    m.sequences = std::uint64_t(tot.sequences);
+    m.model_tokens = tot.model_tokens;
+    m.total_tokens = tot.tokens * passes;
+    m.reward_mean = tot.reward / std::max(1.0, tot.sequences);
+    m.mean_staleness = tot.staleness / std::max(1.0, tot.sequences);
+    m.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    m.tokens_per_s = m.total_tokens / std::max(1e-9, m.seconds);
+    return m;
+  }
+
   // Critic values per model token of every local sequence (no grad).
   void critic_values(Local& l, std::vector<std::vector<float>>& values) {
     values.assign(l.seqs.size(), {});
@@ -357,18 +373,10 @@ Expected<StepMetrics> Trainer::sft_step(const std::vector<TrainSequence>& batch)
     clear_grads(I.actor_params);
     ++I.steps;
     ++I.version;
-    StepMetrics m;
-    m.kind = "sft";
-    m.step = I.steps;
-    m.sequences = std::uint64_t(tot.sequences);
-    m.model_tokens = tot.model_tokens;
-    m.total_tokens = tot.tokens;
+    StepMetrics m = I.metrics("sft", tot, t0, 1.0);
     m.loss = stats[0] / tot.model_tokens;
     m.entropy = stats[1] / std::max(1.0, stats[2]);
     m.grad_norm = os.grad_norm;
-    m.reward_mean = tot.reward / std::max(1.0, tot.sequences);
-    m.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-    m.tokens_per_s = m.total_tokens / std::max(1e-9, m.seconds);
     return m;
   } catch (const std::exception& e) {
     return torch_error("learner: sft step", e);
@@ -403,19 +411,11 @@ Expected<StepMetrics> Trainer::value_step(const std::vector<TrainSequence>& batc
     ASSIGN_OR_RETURN(OptimizerStepStats os, I.apply(*I.critic_opt));
     clear_grads(I.critic_params);
     ++I.steps;
-    StepMetrics m;
-    m.kind = "value";
-    m.step = I.steps;
-    m.sequences = std::uint64_t(tot.sequences);
-    m.model_tokens = tot.model_tokens;
-    m.total_tokens = tot.tokens;
+    StepMetrics m = I.metrics("value", tot, t0, 1.0);
     m.loss = stats[0];
     m.value_loss = stats[0];
     m.grad_norm = os.grad_norm;
     m.explained_variance = ev;
-    m.reward_mean = tot.reward / std::max(1.0, tot.sequences);
-    m.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-    m.tokens_per_s = m.total_tokens / std::max(1e-9, m.seconds);
     return m;
   } catch (const std::exception& e) {
     return torch_error("learner: value step", e);
@@ -497,12 +497,7 @@ Expected<StepMetrics> Trainer::ppo_step(const std::vector<TrainSequence>& batch)
     RETURN_IF_ERROR(I.sum(ent));
     ++I.steps;
     ++I.version;
-    StepMetrics m;
-    m.kind = "ppo";
-    m.step = I.steps;
-    m.sequences = std::uint64_t(tot.sequences);
-    m.model_tokens = tot.model_tokens;
-    m.total_tokens = tot.tokens * double(std::max<std::int64_t>(1, I.opt.ppo_epochs));
+    StepMetrics m = I.metrics("ppo", tot, t0, double(std::max<std::int64_t>(1, I.opt.ppo_epochs)));
     m.loss = stats[0];
     m.value_loss = stats[4];
     m.entropy = ent[0] / tot.model_tokens;
@@ -511,10 +506,6 @@ Expected<StepMetrics> Trainer::ppo_step(const std::vector<TrainSequence>& batch)
     m.importance_capped = stats[3] / tot.model_tokens;
     m.grad_norm = actor_stats.grad_norm;
     m.explained_variance = ev;
-    m.reward_mean = tot.reward / std::max(1.0, tot.sequences);
-    m.mean_staleness = tot.staleness / std::max(1.0, tot.sequences);
-    m.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-    m.tokens_per_s = m.total_tokens / std::max(1e-9, m.seconds);
     return m;
   } catch (const std::exception& e) {
     return torch_error("learner: ppo step", e);
