@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -427,6 +428,45 @@ SandboxResult SandboxedProcess::stop() {
   pidfd_.reset();
   output_.reset();
   return result;
+}
+
+Expected<std::string> read_untrusted_file(const std::string& path, std::size_t max_bytes) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (fd.fd < 0) {
+    const int err = errno;
+    if (err == ENOENT)
+      return make_error(ErrorCategory::kNotFound, "sandbox.no_file", path + ": no such file");
+    if (err == ELOOP)
+      return make_error(ErrorCategory::kPolicy, "sandbox.not_regular_file",
+                        path + ": is a symbolic link (not followed)");
+    return make_error(ErrorCategory::kIo, "sandbox.read", path + ": " + std::strerror(err));
+  }
+  struct stat st {};
+  if (::fstat(fd.fd, &st) != 0)
+    return make_error(ErrorCategory::kIo, "sandbox.read", path + ": " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode))
+    return make_error(ErrorCategory::kPolicy, "sandbox.not_regular_file",
+                      path + ": not a regular file (a fifo, device, socket or directory)");
+  if (st.st_nlink != 1)
+    return make_error(ErrorCategory::kPolicy, "sandbox.not_regular_file",
+                      path + ": has " + std::to_string(st.st_nlink) +
+                          " hard links (it may be a file outside the job)");
+  if (std::uint64_t(st.st_size) > max_bytes)
+    return make_error(ErrorCategory::kInvalidInput, "sandbox.file_too_large",
+                      path + ": " + std::to_string(st.st_size) + " bytes, more than " +
+                          std::to_string(max_bytes));
+  std::string out(std::size_t(st.st_size), '\0');
+  std::size_t got = 0;
+  while (got < out.size()) {
+    const ssize_t n = ::read(fd.fd, out.data() + got, out.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0)
+      return make_error(ErrorCategory::kIo, "sandbox.read", path + ": " + std::strerror(errno));
+    if (n == 0) break;
+    got += std::size_t(n);
+  }
+  out.resize(got);
+  return out;
 }
 
 }  // namespace cuda_agent

@@ -149,4 +149,13 @@ class SandboxedProcess {
 /// Whether this process may give children an empty network namespace (probed once).
 bool can_isolate_network();
 
+/// Reads a file that sandboxed, untrusted code could have replaced (a harness's result.json in its
+/// job directory): opened with O_NOFOLLOW | O_NONBLOCK, so a symbolic link is refused and a fifo
+/// cannot block; it must be a regular file with one link (a hard link may name a host file) and
+/// at most `max_bytes` long. Errors: kNotFound "sandbox.no_file"; kPolicy
+/// "sandbox.not_regular_file" (a link, fifo, device, directory or hard link, named, never read);
+/// kInvalidInput "sandbox.file_too_large"; kIo "sandbox.read".
+Expected<std::string> read_untrusted_file(const std::string& path,
+                                          std::size_t max_bytes = 64u << 20);
+
 }  // namespace cuda_agent

@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -193,6 +194,58 @@ TEST(SandboxedProcess, ReportsAFailedExec) {
   auto p = SandboxedProcess::start(spec, -1);
   ASSERT_FALSE(p);
   EXPECT_EQ(p.error().code, "sandbox.spawn");
+}
+
+}  // namespace
+}  // namespace cuda_agent
+
+namespace cuda_agent {
+namespace {
+
+// A harness's result.json is read as untrusted: links, fifos, devices and hard links are refused
+// without being read or blocking, a regular file is read whole.
+TEST(ReadUntrustedFile, ReadsOnlyARegularFileWithOneLink) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("ca_untrusted_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path secret = dir / "outside.txt";
+  std::ofstream(secret) << "host secret";
+  std::ofstream(dir / "result.json") << R"({"ok":true})";
+  auto ok = read_untrusted_file((dir / "result.json").string());
+  ASSERT_TRUE(ok) << ok.error().to_string();
+  EXPECT_EQ(*ok, R"({"ok":true})");
+
+  fs::create_symlink(secret, dir / "link.json");
+  auto link = read_untrusted_file((dir / "link.json").string());
+  ASSERT_FALSE(link);
+  EXPECT_EQ(link.error().code, "sandbox.not_regular_file");
+  EXPECT_EQ(link.error().message.find("host secret"), std::string::npos);
+
+  ASSERT_EQ(::mkfifo((dir / "fifo.json").c_str(), 0600), 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto fifo = read_untrusted_file((dir / "fifo.json").string());
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));  // did not block
+  ASSERT_FALSE(fifo);
+  EXPECT_EQ(fifo.error().code, "sandbox.not_regular_file");
+
+  fs::create_hard_link(secret, dir / "hard.json");
+  auto hard = read_untrusted_file((dir / "hard.json").string());
+  ASSERT_FALSE(hard);
+  EXPECT_EQ(hard.error().code, "sandbox.not_regular_file");
+
+  auto dev = read_untrusted_file("/dev/zero");
+  ASSERT_FALSE(dev);
+  EXPECT_EQ(dev.error().code, "sandbox.not_regular_file");
+
+  auto missing = read_untrusted_file((dir / "none.json").string());
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().code, "sandbox.no_file");
+
+  auto big = read_untrusted_file((dir / "result.json").string(), 4);
+  ASSERT_FALSE(big);
+  EXPECT_EQ(big.error().code, "sandbox.file_too_large");
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -38,12 +38,13 @@ Status write_file(const fs::path& p, std::string_view bytes, mode_t mode) {
   return Status();
 }
 
+// Files of the job directory after the candidate ran there (result.json, ncu.csv): the candidate
+// could have replaced them with a link to a host file or a fifo, so they are read as untrusted.
 Expected<std::string> read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) return bench_error(ErrorCategory::kNotFound, "bench.no_result", p.string());
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+  Expected<std::string> text = read_untrusted_file(p.string());
+  if (!text && text.error().code == "sandbox.no_file")
+    return bench_error(ErrorCategory::kNotFound, "bench.no_result", p.string());
+  return text;
 }
 
 std::string tail(const std::string& s, std::size_t n) {
