@@ -499,35 +499,14 @@ Status CheckpointStaging::add_file(const std::string& name, std::string_view byt
 Status CheckpointStaging::add_safetensors(
     const std::string& name, const std::vector<SafetensorsWriteTensor>& tensors,
     const std::map<std::string, std::string>& metadata) const {
-  std::vector<const SafetensorsWriteTensor*> sorted;
-  for (const auto& t : tensors) sorted.push_back(&t);
-  std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->name < b->name; });
-  nlohmann::json header = nlohmann::json::object();
-  if (!metadata.empty()) header["__metadata__"] = metadata;
-  std::uint64_t offset = 0;
-  for (const auto* t : sorted) {
-    std::int64_t numel = 1;
-    for (auto d : t->shape) numel *= d;
-    if (t->bytes != static_cast<std::size_t>(numel) * st_dtype_bytes(t->dtype)) {
-      return make_error(ErrorCategory::kInternal, "checkpoint.bad_tensor",
-                        name + ": tensor '" + t->name + "' has " + std::to_string(t->bytes) +
-                            " bytes, its dtype and shape need " +
-                            std::to_string(numel * st_dtype_bytes(t->dtype)));
-    }
-    header[t->name] = {{"dtype", st_dtype_name(t->dtype)},
-                       {"shape", t->shape},
-                       {"data_offsets", {offset, offset + t->bytes}}};
-    offset += t->bytes;
-  }
-  std::string text = header.dump();
-  while (text.size() % 8 != 0) text.push_back(' ');
-  unsigned char len[8];  // outlives the writer: FileWriter hashes the bytes it was given later
+  // Outlives the writer: FileWriter hashes the bytes it was given later.
+  Expected<SafetensorsLayout> layout = safetensors_layout(name, tensors, metadata);
+  if (!layout)
+    return make_error(ErrorCategory::kInternal, "checkpoint.bad_tensor", layout.error().message);
   return write_staged(path_, name, [&](FileWriter& w) -> Status {
-    for (int i = 0; i < 8; ++i)
-      len[i] = static_cast<unsigned char>((text.size() >> (8 * i)) & 0xff);
-    RETURN_IF_ERROR(w.write(len, 8));
-    RETURN_IF_ERROR(w.write(text.data(), text.size()));
-    for (const auto* t : sorted) RETURN_IF_ERROR(w.write(t->data, t->bytes));
+    RETURN_IF_ERROR(w.write(layout->length.data(), 8));
+    RETURN_IF_ERROR(w.write(layout->header.data(), layout->header.size()));
+    for (const auto* t : layout->order) RETURN_IF_ERROR(w.write(t->data, t->bytes));
     return Status::ok();
   });
 }

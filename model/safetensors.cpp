@@ -255,21 +255,22 @@ std::vector<std::string> SafetensorsSet::names() const {
   return out;
 }
 
-Status write_safetensors(const std::string& path,
-                         const std::vector<SafetensorsWriteTensor>& tensors,
-                         const std::map<std::string, std::string>& metadata) {
-  std::vector<const SafetensorsWriteTensor*> sorted;
-  for (const auto& t : tensors) sorted.push_back(&t);
-  std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->name < b->name; });
+Expected<SafetensorsLayout> safetensors_layout(const std::string& label,
+                                               const std::vector<SafetensorsWriteTensor>& tensors,
+                                               const std::map<std::string, std::string>& metadata) {
+  SafetensorsLayout layout;
+  for (const auto& t : tensors) layout.order.push_back(&t);
+  std::sort(layout.order.begin(), layout.order.end(),
+            [](auto* a, auto* b) { return a->name < b->name; });
   nlohmann::json header = nlohmann::json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
   std::uint64_t offset = 0;
-  for (const auto* t : sorted) {
+  for (const auto* t : layout.order) {
     std::int64_t numel = 1;
     for (auto d : t->shape) numel *= d;
     if (t->bytes != static_cast<std::size_t>(numel) * st_dtype_bytes(t->dtype)) {
       return make_error(ErrorCategory::kInternal, "safetensors.bad_write",
-                        path + ": tensor '" + t->name + "' has " + std::to_string(t->bytes) +
+                        label + ": tensor '" + t->name + "' has " + std::to_string(t->bytes) +
                             " bytes, its dtype and shape need " +
                             std::to_string(numel * st_dtype_bytes(t->dtype)));
     }
@@ -278,18 +279,24 @@ Status write_safetensors(const std::string& path,
                        {"data_offsets", {offset, offset + t->bytes}}};
     offset += t->bytes;
   }
-  std::string text = header.dump();
-  while (text.size() % 8 != 0) text.push_back(' ');
+  layout.header = header.dump();
+  while (layout.header.size() % 8 != 0) layout.header.push_back(' ');
+  const std::uint64_t n = layout.header.size();
+  for (int i = 0; i < 8; ++i) layout.length[i] = static_cast<unsigned char>((n >> (8 * i)) & 0xff);
+  return layout;
+}
+
+Status write_safetensors(const std::string& path,
+                         const std::vector<SafetensorsWriteTensor>& tensors,
+                         const std::map<std::string, std::string>& metadata) {
+  ASSIGN_OR_RETURN(SafetensorsLayout layout, safetensors_layout(path, tensors, metadata));
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) return make_error(ErrorCategory::kIo, "safetensors.write", tmp + ": cannot open");
-    char len[8];
-    std::uint64_t n = text.size();
-    for (int i = 0; i < 8; ++i) len[i] = static_cast<char>((n >> (8 * i)) & 0xff);
-    out.write(len, 8);
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    for (const auto* t : sorted) {
+    out.write(reinterpret_cast<const char*>(layout.length.data()), 8);
+    out.write(layout.header.data(), static_cast<std::streamsize>(layout.header.size()));
+    for (const auto* t : layout.order) {
       out.write(static_cast<const char*>(t->data), static_cast<std::streamsize>(t->bytes));
     }
     out.flush();

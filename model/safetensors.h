@@ -16,6 +16,7 @@
 // lives as long as the last copy of the object.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -94,8 +95,23 @@ struct SafetensorsWriteTensor {
   std::size_t bytes = 0;
 };
 
-/// Writes one .safetensors file (tensors sorted by name, header padded to 8 bytes as the
-/// reference writer does), through a temporary file renamed into place.
+/// The layout of a .safetensors file as write_safetensors writes it: `length` (the header's size,
+/// 8 bytes little-endian), `header` (JSON, padded with spaces to 8 bytes as the reference writer
+/// does), then the bytes of the tensors in `order` (sorted by name). Writers that put the bytes
+/// somewhere else (the learner's checkpoint staging) use it, so there is one layout. Error
+/// kInternal "safetensors.bad_write", naming `label` and the tensor, when a tensor's bytes
+/// disagree with its dtype and shape.
+struct SafetensorsLayout {
+  std::array<unsigned char, 8> length{};
+  std::string header;
+  std::vector<const SafetensorsWriteTensor*> order;
+};
+Expected<SafetensorsLayout> safetensors_layout(const std::string& label,
+                                               const std::vector<SafetensorsWriteTensor>& tensors,
+                                               const std::map<std::string, std::string>& metadata);
+
+/// Writes one .safetensors file (safetensors_layout), through a temporary file renamed into
+/// place.
 Status write_safetensors(const std::string& path,
                          const std::vector<SafetensorsWriteTensor>& tensors,
                          const std::map<std::string, std::string>& metadata = {});
