@@ -68,11 +68,13 @@ struct NodeSpec {
        .choices = {"coordinator", "learner", "rollout", "compile", "bench"}},
       roles);
     v({.key = "learner_gpus",
-       .doc = "GPUs of the learner role, one data-parallel rank each; required with 'learner'."},
+       .doc = "GPUs of the learner role, one data-parallel rank each; required with 'learner' on a "
+              "node with GPUs (a node with gpus = 0 runs one learner rank on the CPU)."},
       learner_gpus);
     v({.key = "rollout_gpus",
-       .doc = "GPUs of the rollout role, one rollout worker each; required with 'rollout'. May "
-              "overlap learner_gpus only with [run] colocate_learner_rollout = true."},
+       .doc = "GPUs of the rollout role, one rollout worker and policy engine each; required with "
+              "'rollout' on a node with GPUs (a node with gpus = 0 runs one of each on the CPU). "
+              "May overlap learner_gpus only with [run] colocate_learner_rollout = true."},
       rollout_gpus);
     v({.key = "bench_gpus",
        .doc = "GPUs of the bench role, one bench worker each; required with 'bench'. A bench GPU "
@@ -132,6 +134,10 @@ Expected<Manifest> parse_manifest(std::string_view toml_text, std::string_view s
 /// The text of examples/single-machine.toml, compiled in: the manifest of a run started without
 /// --manifest (resolve its paths against the working directory).
 std::string_view embedded_default_manifest();
+
+/// The text of examples/single-machine-cpu.toml, compiled in: what `cuda-agent train` runs when it
+/// is given no manifest and the machine has no GPU (every role on the CPU, compile-only reward).
+std::string_view embedded_cpu_manifest();
 
 /// A complete, commented TOML manifest: every section and option with its documentation, unit,
 /// range or choices, set to its default, and one [[nodes]] table (localhost, coordinator +

@@ -67,7 +67,10 @@ bool check_gpu_list(const NodeSpec& node, const TableReader& reader, const GpuRo
                  line_ref(reader.key_where("roles")) + ")");
     return false;
   }
-  if (has_role && list.gpus->empty()) {
+  // A node without GPUs runs its learner and rollout roles on the CPU (one process each: the
+  // tiny-model runs of a machine without a GPU); the bench always needs a GPU.
+  const bool on_cpu = node.gpus == 0 && list.role != "bench";
+  if (has_role && list.gpus->empty() && !on_cpu) {
     std::string_view at = reader.has(list.key) ? list.key : std::string_view("roles");
     diag.add(
         "manifest.missing_gpus", reader.key_where(at), reader.context(list.key),
