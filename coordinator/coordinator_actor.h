@@ -65,6 +65,7 @@
 #include "coordinator/coordinator_store.h"
 #include "coordinator/learner_peer.h"
 #include "coordinator/membership.h"
+#include "messages/coordinator_protocol.h"
 
 namespace cuda_agent {
 
@@ -77,57 +78,6 @@ using version_atom = caf::atom_constant<caf::atom("cversion")>;
 using status_atom = caf::atom_constant<caf::atom("cstatus")>;
 using stored_atom = caf::atom_constant<caf::atom("cstored")>;  // internal
 using tick_atom = caf::atom_constant<caf::atom("ctick")>;      // internal
-
-struct WorkRequest {
-  WorkerId worker;
-};
-struct WorkReply {
-  bool assigned = false;
-  Assignment assignment;            ///< when assigned
-  std::int64_t retry_after_ms = 0;  ///< when not: ask again after this long
-  std::string reason;               ///< when not: "staleness bound", "run finished", ...
-};
-
-struct TrajectorySubmission {
-  WorkerId worker;
-  std::uint32_t attempt = 0;  ///< Assignment::attempt
-  EpisodeRecord episode;      ///< as the store keeps it (summary + encoded trajectory)
-};
-enum class SubmitStatus : std::uint8_t {
-  kAcknowledged = 0,  ///< durably stored (now or before: a repeat gets the same answer)
-  kSuperseded = 1,    ///< not the attempt in flight: drop it
-  kUnknown = 2,       ///< not an episode this run dispatched (or not matching it): drop it
-  kStoreFailed = 3,   ///< not stored: keep it and submit again
-};
-struct SubmitReply {
-  EpisodeId episode_id;
-  SubmitStatus status = SubmitStatus::kAcknowledged;
-  std::string message;
-};
-
-struct Heartbeat {
-  WorkerId member;
-  MemberRole role = MemberRole::kRolloutWorker;
-};
-
-/// Sent to subscribers once a version is durable.
-struct VersionPublished {
-  PolicyVersion version;
-  std::uint64_t step = 0;
-  EpisodeStage stage = EpisodeStage::kEvaluation;
-};
-
-struct CoordinatorStatus {
-  std::uint64_t step = 0;
-  PolicyVersion version;
-  EpisodeStage stage = EpisodeStage::kEvaluation;
-  bool finished = false;
-  std::uint64_t trained = 0, stale = 0, orphaned = 0;
-  std::uint64_t waiting = 0, in_flight = 0, queued = 0;
-  std::uint64_t accepted = 0, running = 0, rejected = 0;
-  std::uint64_t members = 0;
-  std::uint64_t checkpoints = 0;
-};
 
 /// Internal: a store write completed (sent by the store's callback).
 struct StoreDone {

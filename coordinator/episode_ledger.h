@@ -42,6 +42,7 @@
 #include "coordinator/staleness.h"
 #include "coordinator/task_sampler.h"
 #include "core/ids.h"
+#include "messages/coordinator_protocol.h"
 #include "messages/store_codec.h"
 
 namespace cuda_agent {
@@ -72,15 +73,6 @@ struct LedgerEntry {
   std::uint64_t ack_seq = 0;
   std::uint64_t trained_step = 0;  ///< kTrained: the step that consumed it
   std::uint64_t staleness = 0;     ///< kTrained: version at training - version at dispatch
-};
-
-/// What a rollout worker is told to run.
-struct Assignment {
-  EpisodeId episode_id;
-  TaskId task_id;
-  std::uint32_t attempt = 1;
-  PolicyVersion policy_version;  ///< the version in force at dispatch
-  EpisodeStage stage = EpisodeStage::kEvaluation;
 };
 
 enum class SubmitCheck : std::uint8_t {

@@ -19,12 +19,8 @@
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
 
-#include <cstdint>
-#include <map>
-#include <string>
-#include <vector>
-
 #include "coordinator/caf_inspect.h"
+#include "messages/coordinator_protocol.h"
 
 namespace cuda_agent {
 
@@ -32,33 +28,6 @@ namespace cuda_agent {
 using train_step_atom = caf::atom_constant<caf::atom("ctrain")>;
 /// Write a checkpoint of the current weights.
 using checkpoint_atom = caf::atom_constant<caf::atom("cckpt")>;
-
-/// One learner step: train on these episodes, starting from `version`.
-struct TrainStep {
-  std::uint64_t step = 0;                          ///< 0 for the run's first step
-  EpisodeStage stage = EpisodeStage::kEvaluation;  ///< decides the loss (PPO, RFT + value, ...)
-  PolicyVersion version;                           ///< the weights the step starts from
-  std::vector<EpisodeId> episodes;                 ///< batch_episodes of them, oldest first
-};
-
-/// A finished step.
-struct StepDone {
-  std::uint64_t step = 0;
-  PolicyVersion new_version;              ///< the weights the step produced
-  std::map<std::string, double> metrics;  ///< e.g. "loss/policy" -> 0.12; stored per step
-};
-
-struct CheckpointRequest {
-  std::uint64_t step = 0;  ///< steps completed: the checkpoint's key in the store
-  PolicyVersion version;   ///< the version the learner must hold
-};
-
-struct CheckpointDone {
-  std::uint64_t step = 0;
-  std::string path;  ///< written atomically (write, fsync, rename)
-  std::uint64_t size_bytes = 0;
-  std::string checksum;  ///< of its files, lowercase hex
-};
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, TrainStep& x) {

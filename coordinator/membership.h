@@ -20,16 +20,11 @@
 #include <vector>
 
 #include "core/ids.h"
+#include "messages/coordinator_protocol.h"
 
 namespace cuda_agent {
 
-enum class MemberRole : std::uint8_t {
-  kRolloutWorker = 0,
-  kLearner = 1,
-  kEngine = 2,
-  kCompileWorker = 3,
-  kBenchWorker = 4,
-};
+/// "rollout_worker", "learner", ... (MemberRole is in messages/coordinator_protocol.h).
 std::string_view to_string(MemberRole role);
 
 enum class MemberHealth : std::uint8_t { kAlive = 0, kSuspect = 1, kLost = 2 };
