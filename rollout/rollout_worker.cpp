@@ -4,81 +4,16 @@
 #include <chrono>
 #include <map>
 #include <mutex>
-#include <semaphore>
 #include <thread>
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "rollout/generation_gate.h"
 
 namespace cuda_agent {
-
-// Bounds policy calls across a worker's episodes; counts how many ran at once.
-class GenerationGate {
- public:
-  explicit GenerationGate(std::int64_t slots) : slots_(static_cast<std::ptrdiff_t>(slots)) {}
-  bool acquire_until(std::int64_t deadline_unix_ms) {
-    const auto wait = std::chrono::milliseconds(
-        deadline_unix_ms > 0 ? std::max<std::int64_t>(deadline_unix_ms - now_unix_ms(), 0)
-                             : std::int64_t{24} * 3'600'000);
-    if (!slots_.try_acquire_for(wait)) return false;
-    const std::int64_t now = ++running_;
-    std::int64_t seen = max_running_.load();
-    while (now > seen && !max_running_.compare_exchange_weak(seen, now)) {
-    }
-    return true;
-  }
-  void release() {
-    --running_;
-    slots_.release();
-  }
-  std::int64_t max_running() const { return max_running_.load(); }
-
- private:
-  std::counting_semaphore<> slots_;
-  std::atomic<std::int64_t> running_{0};
-  std::atomic<std::int64_t> max_running_{0};
-};
-
 namespace {
 
 using Ms = std::chrono::milliseconds;
-
-// An episode's policy behind the worker's generation gate: a slot is held only during next().
-// Once `stop` is set, next() refuses (rollout.stopped): the episode ends there as aborted.
-class GatedPolicy final : public PolicyBackend {
- public:
-  GatedPolicy(PolicyBackend& inner, GenerationGate& gate, const std::atomic<bool>* stop)
-      : inner_(inner), gate_(gate), stop_(stop) {}
-  Expected<PolicyTurn> next(const PolicyRequest& request) override {
-    if (stopped()) return stopped_error();
-    if (!gate_.acquire_until(request.deadline_unix_ms)) {
-      return make_error(ErrorCategory::kTimeout, "rollout.generation_slot",
-                        "no generation slot came free before the turn's deadline");
-    }
-    if (stopped()) {  // the stop came while this episode waited for a slot
-      gate_.release();
-      return stopped_error();
-    }
-    Expected<PolicyTurn> turn = inner_.next(request);
-    gate_.release();
-    return turn;
-  }
-  std::string describe() const override { return inner_.describe(); }
-  bool stopped() const { return stop_ && stop_->load(); }
-  /// True once next() refused because of the stop.
-  bool cut() const { return cut_; }
-
- private:
-  Error stopped_error() {
-    cut_ = true;
-    return make_error(ErrorCategory::kUnavailable, "rollout.stopped",
-                      "the rollout worker is stopping");
-  }
-  PolicyBackend& inner_;
-  GenerationGate& gate_;
-  const std::atomic<bool>* stop_;
-  bool cut_ = false;  // one episode's thread only
-};
 
 bool worth_retrying(const Error& e) {
   return e.category == ErrorCategory::kTimeout || e.category == ErrorCategory::kUnavailable ||

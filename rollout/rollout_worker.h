@@ -135,7 +135,7 @@ struct RolloutHooks {
   std::function<void(const JobResult&)> on_finished;
 };
 
-class GenerationGate;  // rollout_worker.cpp: bounds policy calls across episodes
+class GenerationGate;  // rollout/generation_gate.h: bounds policy calls across episodes
 
 class RolloutWorker {
  public:

@@ -1,0 +1,241 @@
+#include "rollout/coordinated_rollout.h"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/log.h"
+#include "rollout/generation_gate.h"
+
+namespace cuda_agent {
+namespace {
+
+using Ms = std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+constexpr std::int64_t kMaxBackoffMs = 5'000;
+
+EpisodeSummary summary_of(const EpisodeRecord& r) {
+  EpisodeSummary s = r;
+  s.trajectory_size = r.trajectory_bytes.size();
+  return s;
+}
+
+std::string episode_name(const Assignment& a) {
+  return "episode " + a.episode_id.value() + " (task " + a.task_id.value() + ", attempt " +
+         std::to_string(a.attempt) + ")";
+}
+
+}  // namespace
+
+std::string_view to_string(AssignmentOutcome outcome) {
+  switch (outcome) {
+    case AssignmentOutcome::kAcknowledged: return "acknowledged";
+    case AssignmentOutcome::kSuperseded: return "superseded";
+    case AssignmentOutcome::kUnknown: return "unknown";
+    case AssignmentOutcome::kFailed: return "failed";
+    case AssignmentOutcome::kStopped: return "stopped";
+  }
+  return "unknown";
+}
+
+struct CoordinatedRollout::Shared {
+  std::mutex mutex;
+  CoordinatedReport report;
+};
+
+CoordinatedRollout::CoordinatedRollout(WorkSource& source, PrepareAssignment prepare,
+                                       CoordinatedRolloutOptions options)
+    : source_(source), prepare_(std::move(prepare)), options_(std::move(options)) {
+  options_.concurrent_episodes = std::max<std::int64_t>(options_.concurrent_episodes, 1);
+  if (options_.generation_slots <= 0) options_.generation_slots = options_.concurrent_episodes;
+  options_.retry_initial_ms = std::max<std::int64_t>(options_.retry_initial_ms, 1);
+  options_.max_idle_wait_ms = std::max<std::int64_t>(options_.max_idle_wait_ms, 1);
+}
+
+void CoordinatedRollout::request_stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+}
+
+void CoordinatedRollout::idle(std::int64_t ms) {
+  std::unique_lock lock(mutex_);
+  wake_.wait_for(lock, Ms(std::max<std::int64_t>(ms, 0)),
+                 [&] { return stop_.load() || finished_.load(); });
+}
+
+void CoordinatedRollout::submit(AssignmentResult& result, EpisodeRecord record) {
+  const Assignment& a = result.assignment;
+  result.summary = summary_of(record);
+  const TrajectorySubmission submission{
+      .worker = options_.worker_id, .attempt = a.attempt, .episode = std::move(record)};
+  const auto deadline = Clock::now() + Ms(options_.submit_deadline_ms);
+  std::int64_t pause = options_.retry_initial_ms;
+  for (;;) {
+    ++result.submit_tries;
+    Expected<SubmitReply> reply = source_.submit(submission);
+    Error problem;
+    if (reply) {
+      switch (reply->status) {
+        case SubmitStatus::kAcknowledged: result.outcome = AssignmentOutcome::kAcknowledged; return;
+        case SubmitStatus::kSuperseded:
+        case SubmitStatus::kUnknown:
+          result.outcome = reply->status == SubmitStatus::kSuperseded
+                               ? AssignmentOutcome::kSuperseded
+                               : AssignmentOutcome::kUnknown;
+          log_warn("the coordinator refused this episode; dropped",
+                   {{"episode", a.episode_id.value()},
+                    {"attempt", std::to_string(a.attempt)},
+                    {"answer", std::string(to_string(result.outcome))},
+                    {"message", reply->message}});
+          return;
+        case SubmitStatus::kStoreFailed:
+          problem = make_error(ErrorCategory::kUnavailable, "rollout.store_failed",
+                               "the coordinator could not store it: " + reply->message);
+          break;
+        default:
+          problem = make_error(ErrorCategory::kInternal, "rollout.submit_status",
+                               "the coordinator answered an unknown status " +
+                                   std::to_string(static_cast<int>(reply->status)));
+          break;
+      }
+    } else {
+      problem = reply.error();
+    }
+    if (Clock::now() + Ms(pause) >= deadline) {
+      result.outcome = AssignmentOutcome::kFailed;
+      result.error = problem.with_context("submit " + episode_name(a) + " (after " +
+                                          std::to_string(result.submit_tries) + " tries)");
+      return;
+    }
+    log_warn("submitting an episode failed; retrying",
+             {{"episode", a.episode_id.value()},
+              {"try", std::to_string(result.submit_tries)},
+              {"error", problem.to_string()}});
+    std::this_thread::sleep_for(Ms(pause));  // backoff, not a wait for an event
+    pause = std::min(pause * 2, kMaxBackoffMs);
+  }
+}
+
+AssignmentResult CoordinatedRollout::run_assignment(const RunId& run, const Assignment& a,
+                                                    GenerationGate& gate) {
+  AssignmentResult result{.assignment = a};
+  Expected<PreparedEpisode> prepared =
+      prepare_ ? prepare_(a)
+               : Expected<PreparedEpisode>(make_error(ErrorCategory::kInvalidInput, "rollout.job",
+                                                      "the rollout loop has no prepare"));
+  if (prepared && (!prepared->spec.policy || !prepared->spec.tools)) {
+    prepared = make_error(ErrorCategory::kInvalidInput, "rollout.job",
+                          "prepare gave no policy or no tools");
+  }
+  if (!prepared) {
+    // Nothing ran: an aborted, empty episode tells the coordinator it is done with (see header).
+    Error e = prepared.error().with_context("prepare " + episode_name(a));
+    log_error(e, {{"episode", a.episode_id.value()}});
+    Episode aborted{.episode_id = a.episode_id,
+                    .run_id = run,
+                    .task_id = a.task_id,
+                    .stage = a.stage,
+                    .status = EpisodeStatus::kAborted,
+                    .ended_unix_ms = now_unix_ms()};
+    EpisodeRecord record = episode_record(aborted);
+    record.policy_version = a.policy_version;
+    result.not_prepared = true;
+    submit(result, std::move(record));
+    if (!result.error) result.error = std::move(e);
+    return result;
+  }
+  EpisodeSpec spec = prepared->spec;
+  spec.episode_id = a.episode_id;
+  spec.run_id = run;
+  spec.task_id = a.task_id;
+  spec.stage = a.stage;
+  spec.policy_version = a.policy_version;
+  GatedPolicy gated(*spec.policy, gate, &stop_);
+  spec.policy = &gated;
+  Episode episode = run_episode(spec, &result.final_outcome);
+  if (gated.cut()) {
+    result.outcome = AssignmentOutcome::kStopped;
+    return result;
+  }
+  submit(result, episode_record(episode));
+  return result;
+}
+
+void CoordinatedRollout::slot(const RunId& run, const CoordinatedHooks& hooks, GenerationGate& gate,
+                              Shared& shared) {
+  std::int64_t pause = options_.retry_initial_ms;
+  std::optional<Clock::time_point> failing_since;
+  while (!stop_ && !finished_) {
+    Expected<WorkReply> reply = source_.request_work();
+    if (!reply) {
+      const auto now = Clock::now();
+      if (!failing_since) failing_since = now;
+      if (now - *failing_since >= Ms(options_.request_deadline_ms)) {
+        Error e = reply.error().with_context("asking the coordinator for work failed for " +
+                                             std::to_string(options_.request_deadline_ms) +
+                                             " ms without a break");
+        std::lock_guard lock(shared.mutex);
+        if (!shared.report.error) shared.report.error = std::move(e);
+        return;
+      }
+      log_warn("asking the coordinator for work failed; retrying",
+               {{"worker", options_.worker_id.value()}, {"error", reply.error().to_string()}});
+      idle(pause);
+      pause = std::min(pause * 2, kMaxBackoffMs);
+      continue;
+    }
+    failing_since.reset();
+    pause = options_.retry_initial_ms;
+    if (!reply->assigned) {
+      if (reply->reason == kRunFinishedReason) {
+        {
+          std::lock_guard lock(mutex_);
+          finished_ = true;
+        }
+        wake_.notify_all();
+        std::lock_guard lock(shared.mutex);
+        shared.report.run_finished = true;
+        return;
+      }
+      log_debug("no work now", {{"reason", reply->reason},
+                                {"retry_after_ms", std::to_string(reply->retry_after_ms)}});
+      idle(std::clamp<std::int64_t>(reply->retry_after_ms, options_.retry_initial_ms,
+                                    options_.max_idle_wait_ms));
+      continue;
+    }
+    if (hooks.on_assigned) hooks.on_assigned(reply->assignment);
+    AssignmentResult r = run_assignment(run, reply->assignment, gate);
+    {
+      std::lock_guard lock(shared.mutex);
+      CoordinatedReport& c = shared.report;
+      switch (r.outcome) {
+        case AssignmentOutcome::kAcknowledged: ++c.acknowledged; break;
+        case AssignmentOutcome::kSuperseded: ++c.superseded; break;
+        case AssignmentOutcome::kUnknown: ++c.unknown; break;
+        case AssignmentOutcome::kFailed: ++c.failed; break;
+        case AssignmentOutcome::kStopped: ++c.stopped; break;
+      }
+      c.not_prepared += r.not_prepared;
+    }
+    if (hooks.on_finished) hooks.on_finished(r);
+  }
+}
+
+CoordinatedReport CoordinatedRollout::run(const RunId& run, const CoordinatedHooks& hooks) {
+  GenerationGate gate(options_.generation_slots);
+  Shared shared;
+  std::vector<std::thread> threads;
+  for (std::int64_t k = 0; k < options_.concurrent_episodes; ++k)
+    threads.emplace_back([&] { slot(run, hooks, gate, shared); });
+  for (std::thread& t : threads) t.join();
+  shared.report.max_concurrent_generations = gate.max_running();
+  return shared.report;
+}
+
+}  // namespace cuda_agent

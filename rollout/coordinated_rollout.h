@@ -1,0 +1,169 @@
+// A rollout worker fed by the run's coordinator (DESIGN.md sections 2 and 3; issue 24): it asks
+// the coordinator for episodes, runs them, and submits each trajectory to the coordinator, which
+// acknowledges it only after its durable store write. The worker opens no store.
+//
+//   CoordinatorWorkSource source(**client);           // or a fake WorkSource in tests
+//   CoordinatedRollout loop(source, prepare, {.worker_id = WorkerId{"host-pid-gpu0"},
+//                                             .concurrent_episodes = 8});
+//   std::thread t([&] { report = loop.run(RunId{"run-1"}); });
+//   ... on SIGTERM: loop.request_stop(); t.join();
+//
+// Slots: `concurrent_episodes` threads, each a loop of
+//   request_work -> "none now": wait retry_after_ms (at most max_idle_wait_ms; a stop ends the
+//                   wait), ask again; "run finished": every slot stops asking;
+//                -> assigned: prepare the episode for the assignment's task (`prepare`), run it
+//                   with the assignment's stage and policy version (policy calls bounded across
+//                   slots by `generation_slots`, rollout/generation_gate.h), build its
+//                   EpisodeRecord (episode_record() in rollout_worker.h), submit it.
+// Submission (TrajectorySubmission{worker, attempt, episode}): kAcknowledged -> done;
+// kStoreFailed or a transport error -> the same submission again after a pause (doubling, at
+// most 5 s) until submit_deadline_ms, then the episode is counted as failed (the coordinator
+// reruns it once it takes this worker for lost, or it stays in flight there: nothing is lost that
+// was acknowledged); kSuperseded / kUnknown -> dropped with a log line (another attempt owns the
+// episode, or the coordinator never dispatched it). Submitting twice is safe: the coordinator
+// answers a repeat of an acknowledged episode with kAcknowledged and writes nothing.
+//
+// An assignment that cannot be prepared (a task id this worker's train set does not hold, a
+// transcript missing) is submitted as an aborted episode with reward 0 and an empty trajectory,
+// so the coordinator counts it once instead of rerunning it on every worker; the learner refuses
+// empty trajectories (learner/train_sequence.h), so nothing is trained on it.
+//
+// request_work failing (transport error) is retried with the same backoff; when it has failed
+// without a break for request_deadline_ms, the slot ends and the report carries the error (the
+// CLI exits 1): a worker that cannot reach its coordinator has nothing to do.
+//
+// Stopping (request_stop(), e.g. on SIGTERM): no slot asks for work again; an episode in flight
+// is cut at its next policy call (a tool call already running finishes first) and is not
+// submitted (the coordinator reruns it once this worker is lost); an episode whose policy was
+// already done (its final evaluation running) is submitted as usual, with its tries until
+// submit_deadline_ms (a stop ends a wait after "none now", not a submission's: a finished
+// trajectory is worth the wait).
+//
+// Threading: run() blocks until every slot has ended; request_stop() from any thread, any time.
+// `prepare` and the hooks are called from the slot threads, concurrently; the WorkSource must be
+// thread-safe.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/error.h"
+#include "core/ids.h"
+#include "messages/coordinator_protocol.h"
+#include "rollout/rollout_worker.h"
+
+namespace cuda_agent {
+
+/// Where a rollout worker's episodes come from and where their trajectories go: the coordinator
+/// (CoordinatorWorkSource over coordinator/coordinator_client.h) in production, a fake in tests.
+/// Both calls are thread-safe and bounded by the source's own request timeout; an Error is a
+/// transport failure (the call may be repeated), a reply is the coordinator's answer.
+class WorkSource {
+ public:
+  virtual ~WorkSource() = default;
+  virtual Expected<WorkReply> request_work() = 0;
+  virtual Expected<SubmitReply> submit(const TrajectorySubmission& submission) = 0;
+};
+
+/// WorkReply::reason when the run is over (coordinator/coordinator_actor.cpp sends it).
+inline constexpr std::string_view kRunFinishedReason = "run finished";
+
+struct CoordinatedRolloutOptions {
+  /// This worker, as the coordinator knows it (CoordinatorClientOptions::member).
+  WorkerId worker_id;
+  /// Episodes run at once (slots). Default: 4.
+  std::int64_t concurrent_episodes = 4;
+  /// Policy calls at once across the slots; 0: as many as concurrent_episodes.
+  std::int64_t generation_slots = 0;
+  /// Longest wait after a "none now" reply, whatever its retry_after_ms. Default: 10 s.
+  std::int64_t max_idle_wait_ms = 10'000;
+  /// All tries of one submission. Default: 10 min (a coordinator restarting from its store).
+  std::int64_t submit_deadline_ms = 600'000;
+  /// request_work failing without a break this long ends the slot. Default: 10 min.
+  std::int64_t request_deadline_ms = 600'000;
+  /// First pause between tries of a failed submit or request_work, doubled after each (at most
+  /// 5 s). Default: 200 ms.
+  std::int64_t retry_initial_ms = 200;
+};
+
+/// Prepares one attempt of an assigned episode: policy, tools and spec for the assignment's task.
+/// Ids, stage and policy version of the spec are set by the loop from the assignment.
+using PrepareAssignment = std::function<Expected<PreparedEpisode>(const Assignment&)>;
+
+/// How one assignment ended for this worker.
+enum class AssignmentOutcome : std::uint8_t {
+  kAcknowledged,  ///< ran (or could not be prepared: submitted aborted), and was acknowledged
+  kSuperseded,    ///< the coordinator answered kSuperseded: dropped
+  kUnknown,       ///< the coordinator answered kUnknown: dropped
+  kFailed,        ///< not acknowledged before submit_deadline_ms (see error)
+  kStopped,       ///< cut by a stop in flight: not submitted
+};
+std::string_view to_string(AssignmentOutcome outcome);
+
+struct AssignmentResult {
+  Assignment assignment;
+  AssignmentOutcome outcome = AssignmentOutcome::kFailed;
+  EpisodeSummary summary;           ///< as submitted (not for kStopped)
+  EvaluationOutcome final_outcome;  ///< the final evaluation (tier -1, no report when none ran)
+  std::uint32_t submit_tries = 0;
+  /// The assignment could not be prepared; it was submitted as an aborted, empty episode.
+  bool not_prepared = false;
+  std::optional<Error> error;  ///< kFailed: why; otherwise, with not_prepared: why not
+};
+
+struct CoordinatedReport {
+  std::uint64_t acknowledged = 0, superseded = 0, unknown = 0, failed = 0, stopped = 0;
+  /// Assignments that could not be prepared (submitted as aborted; counted in acknowledged etc.).
+  std::uint64_t not_prepared = 0;
+  /// A slot saw "run finished".
+  bool run_finished = false;
+  /// The first slot that ended because request_work kept failing (request_deadline_ms).
+  std::optional<Error> error;
+  std::int64_t max_concurrent_generations = 0;
+};
+
+struct CoordinatedHooks {
+  /// An assignment was received (before it is prepared).
+  std::function<void(const Assignment&)> on_assigned;
+  /// An assignment ended.
+  std::function<void(const AssignmentResult&)> on_finished;
+};
+
+class CoordinatedRollout {
+ public:
+  CoordinatedRollout(WorkSource& source, PrepareAssignment prepare,
+                     CoordinatedRolloutOptions options);
+
+  /// Runs the slots until the run finishes, the stop, or every slot gave up on request_work.
+  CoordinatedReport run(const RunId& run, const CoordinatedHooks& hooks = {});
+  /// See "Stopping" above. Idempotent.
+  void request_stop();
+  bool stopping() const { return stop_.load(); }
+
+  const CoordinatedRolloutOptions& options() const { return options_; }
+
+ private:
+  struct Shared;  // counters and the first error, across slots (coordinated_rollout.cpp)
+  void slot(const RunId& run, const CoordinatedHooks& hooks, GenerationGate& gate, Shared& shared);
+  AssignmentResult run_assignment(const RunId& run, const Assignment& a, GenerationGate& gate);
+  /// Submits until acknowledged, dropped or past the deadline.
+  void submit(AssignmentResult& result, EpisodeRecord record);
+  /// Waits `ms`, ending early at the stop or once the run finished.
+  void idle(std::int64_t ms);
+
+  WorkSource& source_;
+  PrepareAssignment prepare_;
+  CoordinatedRolloutOptions options_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> finished_{false};  // some slot saw "run finished"
+  std::mutex mutex_;                   // guards nothing but the condition's wait
+  std::condition_variable wake_;
+};
+
+}  // namespace cuda_agent

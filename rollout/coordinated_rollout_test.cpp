@@ -1,0 +1,321 @@
+// The coordinated rollout loop (rollout/coordinated_rollout.h) against a scripted WorkSource, the
+// replay policy and fake tools: assignments run with the assignment's stage and policy version and
+// are submitted with the exact trajectory; "none now" is asked again; "run finished" ends every
+// slot; a store failure or a transport error is submitted again until acknowledged or past the
+// deadline; superseded and unknown answers are dropped after one try; an assignment that cannot
+// be prepared is submitted as aborted; a stop cuts an episode in flight without submitting it.
+#include "rollout/coordinated_rollout.h"
+
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <set>
+
+#include "rollout/rollout_test_fakes.h"
+
+namespace cuda_agent {
+namespace {
+
+using namespace std::chrono_literals;
+
+Assignment assignment(int n, std::uint32_t attempt = 1) {
+  return {.episode_id = EpisodeId{"e" + std::to_string(n)},
+          .task_id = TaskId{"t/" + std::to_string(n % 2)},
+          .attempt = attempt,
+          .policy_version = PolicyVersion{11},
+          .stage = EpisodeStage::kAgenticPpo};
+}
+
+WorkReply assigned(int n) { return {.assigned = true, .assignment = assignment(n)}; }
+WorkReply none_now(std::int64_t retry_ms) {
+  return {.retry_after_ms = retry_ms, .reason = "staleness bound: waiting for policy version 12"};
+}
+
+// A coordinator in a box: work replies from a script (then "run finished"), submission answers
+// from `answer` (default: acknowledged), everything it was sent recorded.
+class ScriptedWorkSource final : public WorkSource {
+ public:
+  std::deque<Expected<WorkReply>> script;
+  /// Decides the answer to the k-th submission (1-based); empty: kAcknowledged.
+  std::function<Expected<SubmitReply>(int k, const TrajectorySubmission&)> answer;
+
+  /// Called after each request_work was answered; may be empty.
+  std::function<void()> on_request;
+
+  Expected<WorkReply> request_work() override {
+    Expected<WorkReply> r = WorkReply{.retry_after_ms = 0, .reason = "run finished"};
+    {
+      std::lock_guard lock(mutex_);
+      ++requests_;
+      if (!script.empty()) {
+        r = script.front();
+        script.pop_front();
+      }
+    }
+    if (on_request) on_request();
+    return r;
+  }
+  Expected<SubmitReply> submit(const TrajectorySubmission& s) override {
+    int k = 0;
+    {
+      std::lock_guard lock(mutex_);
+      submitted_.push_back(s);
+      k = static_cast<int>(submitted_.size());
+    }
+    if (answer) return answer(k, s);
+    return SubmitReply{.episode_id = s.episode.episode_id, .status = SubmitStatus::kAcknowledged};
+  }
+  std::vector<TrajectorySubmission> submitted() const {
+    std::lock_guard lock(mutex_);
+    return submitted_;
+  }
+  int requests() const {
+    std::lock_guard lock(mutex_);
+    return requests_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<TrajectorySubmission> submitted_;
+  int requests_ = 0;
+};
+
+// Prepares episode "e<n>" as fake_prepared_episode(n); task "missing" cannot be prepared.
+PrepareAssignment fake_prepare(std::function<void()> in_compile = {}) {
+  return [in_compile](const Assignment& a) -> Expected<PreparedEpisode> {
+    if (a.task_id.value() == "missing")
+      return make_error(ErrorCategory::kNotFound, "rollout.task",
+                        "task 'missing' is not in this worker's train set");
+    return testing::fake_prepared_episode(std::stoi(a.episode_id.value().substr(1)), in_compile);
+  };
+}
+
+CoordinatedRolloutOptions options(std::int64_t slots = 2) {
+  return {.worker_id = WorkerId{"w1"},
+          .concurrent_episodes = slots,
+          .max_idle_wait_ms = 1'000,
+          .submit_deadline_ms = 5'000,
+          .request_deadline_ms = 5'000,
+          .retry_initial_ms = 1};
+}
+
+TEST(CoordinatedRollout, RunsAssignmentsAndSubmitsExactTrajectories) {
+  ScriptedWorkSource source;
+  for (int n = 0; n < 5; ++n) source.script.push_back(assigned(n));
+  CoordinatedRollout loop(source, fake_prepare(), options(3));
+  std::atomic<int> finished{0};
+  const CoordinatedReport r = loop.run(RunId{"run-1"}, {.on_finished = [&](const auto& a) {
+                                         EXPECT_EQ(a.outcome, AssignmentOutcome::kAcknowledged);
+                                         EXPECT_EQ(a.final_outcome.reward_tier, 2);
+                                         ++finished;
+                                       }});
+  EXPECT_EQ(r.acknowledged, 5u);
+  EXPECT_TRUE(r.run_finished);
+  EXPECT_FALSE(r.error);
+  EXPECT_EQ(finished, 5);
+  const auto subs = source.submitted();
+  ASSERT_EQ(subs.size(), 5u);
+  std::set<std::string> ids;
+  for (const TrajectorySubmission& s : subs) {
+    ids.insert(s.episode.episode_id.value());
+    EXPECT_EQ(s.worker, WorkerId{"w1"});
+    EXPECT_EQ(s.attempt, 1u);
+    EXPECT_EQ(s.episode.run_id, RunId{"run-1"});
+    EXPECT_EQ(s.episode.stage, EpisodeStage::kAgenticPpo);
+    EXPECT_EQ(s.episode.policy_version, PolicyVersion{11});  // the assignment's, not the spec's
+    EXPECT_EQ(s.episode.final_reward, 2);
+    auto e = decode_episode(s.episode.trajectory_bytes);
+    ASSERT_TRUE(e) << e.error().to_string();
+    const int n = std::stoi(s.episode.episode_id.value().substr(1));
+    EXPECT_EQ(e->task_id, TaskId{"t/" + std::to_string(n % 2)});
+    int turn = 0;
+    for (const Turn& t : e->turns) {
+      if (t.role != TurnRole::kAssistant) continue;
+      const auto want = testing::fake_tokens(n, turn);
+      EXPECT_EQ(t.token_ids, std::vector<std::uint32_t>(want.begin(), want.end()));
+      EXPECT_EQ(t.logprobs, testing::fake_logprobs(turn));
+      ++turn;
+    }
+    EXPECT_EQ(turn, 2);
+  }
+  EXPECT_EQ(ids.size(), 5u);
+}
+
+TEST(CoordinatedRollout, NoneNowIsAskedAgainAndFinishedEndsEverySlot) {
+  ScriptedWorkSource source;
+  source.script = {none_now(5), none_now(5), assigned(0), none_now(5), assigned(1)};
+  CoordinatedRollout loop(source, fake_prepare(), options(1));
+  const CoordinatedReport r = loop.run(RunId{"run-1"});
+  EXPECT_EQ(r.acknowledged, 2u);
+  EXPECT_TRUE(r.run_finished);
+  EXPECT_EQ(source.requests(), 6);  // the script, then "run finished" once
+}
+
+TEST(CoordinatedRollout, StoreFailureAndTransportErrorAreSubmittedAgain) {
+  ScriptedWorkSource source;
+  source.script = {assigned(0)};
+  source.answer = [](int k, const TrajectorySubmission& s) -> Expected<SubmitReply> {
+    if (k == 1)
+      return SubmitReply{.episode_id = s.episode.episode_id,
+                         .status = SubmitStatus::kStoreFailed,
+                         .message = "rocksdb: disk full"};
+    if (k == 2)
+      return make_error(ErrorCategory::kTimeout, "coordinator.timeout", "no reply in 30 s");
+    return SubmitReply{.episode_id = s.episode.episode_id, .status = SubmitStatus::kAcknowledged};
+  };
+  CoordinatedRollout loop(source, fake_prepare(), options(1));
+  std::vector<AssignmentResult> results;
+  const CoordinatedReport r =
+      loop.run(RunId{"run-1"}, {.on_finished = [&](const auto& a) { results.push_back(a); }});
+  EXPECT_EQ(r.acknowledged, 1u);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].submit_tries, 3u);
+  const auto subs = source.submitted();
+  ASSERT_EQ(subs.size(), 3u);  // the same submission each time
+  EXPECT_EQ(subs[0].episode.trajectory_bytes, subs[2].episode.trajectory_bytes);
+  EXPECT_EQ(subs[0].attempt, subs[2].attempt);
+}
+
+TEST(CoordinatedRollout, SubmissionGivesUpAtItsDeadline) {
+  ScriptedWorkSource source;
+  source.script = {assigned(0)};
+  source.answer = [](int, const TrajectorySubmission& s) -> Expected<SubmitReply> {
+    return SubmitReply{.episode_id = s.episode.episode_id, .status = SubmitStatus::kStoreFailed};
+  };
+  CoordinatedRolloutOptions o = options(1);
+  o.submit_deadline_ms = 50;
+  CoordinatedRollout loop(source, fake_prepare(), o);
+  std::optional<AssignmentResult> result;
+  const CoordinatedReport r =
+      loop.run(RunId{"run-1"}, {.on_finished = [&](const auto& a) { result = a; }});
+  EXPECT_EQ(r.failed, 1u);
+  EXPECT_EQ(r.acknowledged, 0u);
+  ASSERT_TRUE(result && result->error);
+  EXPECT_EQ(result->error->code, "rollout.store_failed");
+  EXPECT_GT(result->submit_tries, 1u);
+  EXPECT_NE(result->error->message.find("e0"), std::string::npos) << result->error->message;
+}
+
+TEST(CoordinatedRollout, SupersededAndUnknownAreDroppedAfterOneTry) {
+  ScriptedWorkSource source;
+  source.script = {assigned(0), assigned(1)};
+  source.answer = [](int, const TrajectorySubmission& s) -> Expected<SubmitReply> {
+    return SubmitReply{.episode_id = s.episode.episode_id,
+                       .status = s.episode.episode_id.value() == "e0" ? SubmitStatus::kSuperseded
+                                                                      : SubmitStatus::kUnknown,
+                       .message = "not the attempt in flight"};
+  };
+  CoordinatedRollout loop(source, fake_prepare(), options(1));
+  const CoordinatedReport r = loop.run(RunId{"run-1"});
+  EXPECT_EQ(r.superseded, 1u);
+  EXPECT_EQ(r.unknown, 1u);
+  EXPECT_EQ(r.acknowledged, 0u);
+  EXPECT_EQ(source.submitted().size(), 2u);
+  EXPECT_TRUE(r.run_finished);  // dropping one episode does not stop the worker
+}
+
+TEST(CoordinatedRollout, AnAssignmentThatCannotBePreparedIsSubmittedAborted) {
+  ScriptedWorkSource source;
+  WorkReply bad = assigned(3);
+  bad.assignment.task_id = TaskId{"missing"};
+  source.script = {bad};
+  CoordinatedRollout loop(source, fake_prepare(), options(1));
+  std::optional<AssignmentResult> result;
+  const CoordinatedReport r =
+      loop.run(RunId{"run-1"}, {.on_finished = [&](const auto& a) { result = a; }});
+  EXPECT_EQ(r.acknowledged, 1u);
+  EXPECT_EQ(r.not_prepared, 1u);
+  ASSERT_TRUE(result && result->not_prepared && result->error);
+  EXPECT_EQ(result->error->code, "rollout.task");
+  const auto subs = source.submitted();
+  ASSERT_EQ(subs.size(), 1u);
+  EXPECT_EQ(subs[0].episode.status, EpisodeStatus::kAborted);
+  EXPECT_EQ(subs[0].episode.final_reward, 0);
+  EXPECT_EQ(subs[0].episode.policy_version, PolicyVersion{11});
+  auto e = decode_episode(subs[0].episode.trajectory_bytes);
+  ASSERT_TRUE(e);
+  EXPECT_TRUE(e->turns.empty());
+}
+
+TEST(CoordinatedRollout, StopCutsAnEpisodeInFlightWithoutSubmittingIt) {
+  ScriptedWorkSource source;
+  for (int n = 0; n < 4; ++n) source.script.push_back(assigned(n));
+  std::mutex m;
+  std::condition_variable cv;
+  bool in_tool = false;
+  bool release = false;
+  // The episode's first compile waits until the test has stopped the loop; its next policy call
+  // is then refused.
+  CoordinatedRollout* loop_ptr = nullptr;
+  auto hold = [&] {
+    std::unique_lock lock(m);
+    in_tool = true;
+    cv.notify_all();
+    cv.wait_for(lock, 10s, [&] { return release; });
+  };
+  CoordinatedRollout loop(source, fake_prepare(hold), options(1));
+  loop_ptr = &loop;
+  CoordinatedReport r;
+  std::thread runner([&] { r = loop.run(RunId{"run-1"}); });
+  {
+    std::unique_lock lock(m);
+    ASSERT_TRUE(cv.wait_for(lock, 10s, [&] { return in_tool; }));
+    loop_ptr->request_stop();
+    release = true;
+    cv.notify_all();
+  }
+  runner.join();
+  EXPECT_EQ(r.stopped, 1u);
+  EXPECT_EQ(r.acknowledged, 0u);
+  EXPECT_TRUE(source.submitted().empty());
+  EXPECT_EQ(source.requests(), 1);  // nothing asked after the stop
+  EXPECT_FALSE(r.run_finished);
+}
+
+TEST(CoordinatedRollout, AStopEndsAWaitForWork) {
+  ScriptedWorkSource source;
+  source.script = {none_now(60'000)};
+  std::mutex m;
+  std::condition_variable cv;
+  bool asked = false;
+  source.on_request = [&] {
+    std::lock_guard lock(m);
+    asked = true;
+    cv.notify_all();
+  };
+  CoordinatedRolloutOptions o = options(1);
+  o.max_idle_wait_ms = 60'000;
+  CoordinatedRollout loop(source, fake_prepare(), o);
+  CoordinatedReport r;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::thread runner([&] { r = loop.run(RunId{"run-1"}); });
+  {
+    std::unique_lock lock(m);
+    ASSERT_TRUE(cv.wait_for(lock, 10s, [&] { return asked; }));
+  }
+  loop.request_stop();  // the slot waits (or is about to wait) out the 60 s hint
+  runner.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 30s);
+  EXPECT_EQ(source.requests(), 1);  // not asked again after the stop
+  EXPECT_FALSE(r.run_finished);
+}
+
+TEST(CoordinatedRollout, AnUnreachableCoordinatorEndsTheLoopWithItsError) {
+  ScriptedWorkSource source;
+  for (int k = 0; k < 10'000; ++k)
+    source.script.push_back(
+        make_error(ErrorCategory::kUnavailable, "coordinator.unreachable", "connection refused"));
+  CoordinatedRolloutOptions o = options(2);
+  o.request_deadline_ms = 30;
+  CoordinatedRollout loop(source, fake_prepare(), o);
+  const CoordinatedReport r = loop.run(RunId{"run-1"});
+  ASSERT_TRUE(r.error);
+  EXPECT_EQ(r.error->code, "coordinator.unreachable");
+  EXPECT_NE(r.error->message.find("without a break"), std::string::npos);
+  EXPECT_FALSE(r.run_finished);
+}
+
+}  // namespace
+}  // namespace cuda_agent
