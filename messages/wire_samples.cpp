@@ -259,6 +259,73 @@ ClusterCommand cluster_command() {
   return c;
 }
 
+std::vector<CoordinatorFrame> coordinator_frames() {
+  const RunId run{"run-2026-12-02-ppo"};
+  const auto frame = [&](std::string request_id, CoordinatorBody body) {
+    return CoordinatorFrame{std::move(request_id), run, std::move(body)};
+  };
+  EpisodeRecord record;
+  record.episode_id = EpisodeId{"run-2026-12-02-ppo/ep00000417"};
+  record.run_id = run;
+  record.task_id = TaskId{"kernelbench/level2/19"};
+  record.stage = EpisodeStage::kAgenticPpo;
+  record.policy_version = PolicyVersion{41};
+  record.status = EpisodeStatus::kTruncated;
+  record.final_reward = 1.75;
+  record.turns = 9;
+  record.invalid_tool_calls = 2;
+  record.wasted_loops = 1;
+  record.total_tokens = 18'432;
+  record.created_unix_ms = 1'796'000'000'123;
+  record.trajectory_bytes = encode_episode(episode(4, 40));
+  record.trajectory_size = record.trajectory_bytes.size();  // the store's encoder sets it so
+  CoordinatorStatus status;
+  status.step = 120;
+  status.version = PolicyVersion{121};
+  status.stage = EpisodeStage::kAgentWarmup;
+  status.finished = true;
+  status.trained = 7'680;
+  status.stale = 33;
+  status.orphaned = 5;
+  status.waiting = 12;
+  status.in_flight = 48;
+  status.queued = 3;
+  status.accepted = 7'800;
+  status.running = 48;
+  status.rejected = 911;
+  status.members = 9;
+  status.checkpoints = 6;
+  return {
+      frame("w-1", WorkRequest{WorkerId{"rollout-gpu2"}}),
+      frame("w-2", WorkReply{true,
+                             Assignment{EpisodeId{"run-2026-12-02-ppo/ep00000417"},
+                                        TaskId{"kernelbench/level2/19"}, 3, PolicyVersion{41},
+                                        EpisodeStage::kAgenticPpo},
+                             2'500, "staleness bound"}),
+      frame("s-1", TrajectorySubmission{WorkerId{"rollout-gpu2"}, 3, record}),
+      frame("s-2", SubmitReply{EpisodeId{"run-2026-12-02-ppo/ep00000417"},
+                               SubmitStatus::kStoreFailed, "store write failed: disk full"}),
+      frame("h-1", Heartbeat{WorkerId{"learner-rank0-gpu0"}, MemberRole::kBenchWorker}),
+      frame("q-1", StatusRequest{}),
+      frame("q-2", status),
+      frame("l-1", AttachLearner{WorkerId{"learner-rank0-gpu0"}}),
+      frame("t-1", TrainStep{120,
+                             EpisodeStage::kAgenticPpo,
+                             PolicyVersion{121},
+                             {EpisodeId{"run-2026-12-02-ppo/ep00000400"},
+                              EpisodeId{"run-2026-12-02-ppo/ep00000417"}}}),
+      frame("t-2", StepDone{120,
+                            PolicyVersion{122},
+                            {{"loss/policy", 0.125}, {"loss/value", -3.5e-3}, {"kl", 1e-300}}}),
+      frame("c-1", CheckpointRequest{120, PolicyVersion{122}}),
+      frame("c-2", CheckpointDone{120, "/ckpt/run-2026-12-02-ppo/step-120", 15'032'385'536,
+                                  "9f86d081884c7d659a2feaa0c55ad015"}),
+      frame("v-1", VersionPublished{PolicyVersion{122}, 120, EpisodeStage::kSingleTurnWarmup}),
+      frame("t-3", CoordinatorFailure{make_error(ErrorCategory::kUnavailable, "learner.step_failed",
+                                                 "rank 3: CUDA out of memory")}),
+  };
+}
+
 std::vector<Decoder> all_decoders() {
   return {decoder<Error>("Error", decode_error),
           decoder<RequestHeader>("RequestHeader", decode_request_header),
@@ -274,7 +341,8 @@ std::vector<Decoder> all_decoders() {
           decoder<ClusterRegister>("ClusterRegister", decode_cluster_register),
           decoder<ClusterHeartbeat>("ClusterHeartbeat", decode_cluster_heartbeat),
           decoder<ClusterMembership>("ClusterMembership", decode_cluster_membership),
-          decoder<ClusterCommand>("ClusterCommand", decode_cluster_command)};
+          decoder<ClusterCommand>("ClusterCommand", decode_cluster_command),
+          decoder<CoordinatorFrame>("CoordinatorFrame", decode_coordinator_frame)};
 }
 
 std::vector<Frame> sample_frames() {
@@ -285,23 +353,28 @@ std::vector<Frame> sample_frames() {
   BenchReply bench_ok{RequestId{"bench-91c0"}, bench_result()};
   BenchReply bench_failed{RequestId{"bench-91c1"},
                           make_error(ErrorCategory::kTimeout, "bench.deadline", "late")};
-  return {{"Error", encode_error(make_error(ErrorCategory::kTimeout, "broker.deadline", "late"))},
-          {"RequestHeader", encode_request_header(header("r-1"))},
-          {"CompileRequest", encode_compile_request(compile_request())},
-          {"CompileReply", encode_compile_reply(compile_ok)},
-          {"CompileReply", encode_compile_reply(compile_failed)},
-          {"BenchRequest", encode_bench_request(bench_request())},
-          {"BenchReply", encode_bench_reply(bench_ok)},
-          {"BenchReply", encode_bench_reply(bench_failed)},
-          {"AuditRecord", encode_audit_record(audit_record())},
-          {"Episode", encode_episode(episode(4, 40))},
-          {"WeightManifest", encode_weight_manifest(weight_manifest())},
-          {"WeightBucket", encode_weight_bucket(weight_bucket(64))},
-          {"VersionAnnouncement", encode_version_announcement(version_announcement())},
-          {"ClusterRegister", encode_cluster_register(cluster_register())},
-          {"ClusterHeartbeat", encode_cluster_heartbeat(cluster_heartbeat())},
-          {"ClusterMembership", encode_cluster_membership(cluster_membership())},
-          {"ClusterCommand", encode_cluster_command(cluster_command())}};
+  std::vector<Frame> frames = {
+      {"Error", encode_error(make_error(ErrorCategory::kTimeout, "broker.deadline", "late"))},
+      {"RequestHeader", encode_request_header(header("r-1"))},
+      {"CompileRequest", encode_compile_request(compile_request())},
+      {"CompileReply", encode_compile_reply(compile_ok)},
+      {"CompileReply", encode_compile_reply(compile_failed)},
+      {"BenchRequest", encode_bench_request(bench_request())},
+      {"BenchReply", encode_bench_reply(bench_ok)},
+      {"BenchReply", encode_bench_reply(bench_failed)},
+      {"AuditRecord", encode_audit_record(audit_record())},
+      {"Episode", encode_episode(episode(4, 40))},
+      {"WeightManifest", encode_weight_manifest(weight_manifest())},
+      {"WeightBucket", encode_weight_bucket(weight_bucket(64))},
+      {"VersionAnnouncement", encode_version_announcement(version_announcement())},
+      {"ClusterRegister", encode_cluster_register(cluster_register())},
+      {"ClusterHeartbeat", encode_cluster_heartbeat(cluster_heartbeat())},
+      {"ClusterMembership", encode_cluster_membership(cluster_membership())},
+      {"ClusterCommand", encode_cluster_command(cluster_command())}};
+  for (const CoordinatorFrame& f : coordinator_frames()) {
+    frames.push_back({"CoordinatorFrame", encode_coordinator_frame(f)});
+  }
+  return frames;
 }
 
 namespace {

@@ -14,6 +14,7 @@
 #include "messages/cluster_codec.h"
 #include "messages/common_codec.h"
 #include "messages/compile_codec.h"
+#include "messages/coordinator_codec.h"
 #include "messages/learner_codec.h"
 #include "messages/trajectory_codec.h"
 
@@ -36,13 +37,17 @@ ClusterRegister cluster_register();
 ClusterHeartbeat cluster_heartbeat();
 ClusterMembership cluster_membership();
 ClusterCommand cluster_command();
+/// One CoordinatorFrame of every body kind, in the variant's order, every field set to a value
+/// other than its default.
+std::vector<CoordinatorFrame> coordinator_frames();
 
 /// One decoder of the wire: decodes `bytes`, returns ok or the decoder's error.
 struct Decoder {
   std::string name;
   std::function<Status(std::string_view)> decode;
 };
-/// Every decoder of messages/ (common, compile, bench, trajectory, learner, cluster).
+/// Every decoder of messages/ (common, compile, bench, trajectory, learner, cluster,
+/// coordinator).
 std::vector<Decoder> all_decoders();
 
 /// A valid frame and the name of the decoder (Decoder::name) it is for.
