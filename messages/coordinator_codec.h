@@ -13,7 +13,10 @@
 // Decoding never trusts its input: truncated, garbage or oversized bytes, another message type
 // ("wire.wrong_type") or a newer format version ("wire.version") give an Error of category
 // invalid_input, never an exception. A body kind this build does not know (a newer peer) gives
-// "wire.unknown_body", naming the union member's number.
+// "wire.unknown_body", naming the union member's number. A MemberRole or SubmitStatus this build
+// does not name is refused ("wire.malformed", naming the field): the receiver could not act on it.
+// A stage number this build does not name survives unchanged, as in the run store. A corrupt
+// embedded EpisodeRecord is "wire.malformed" naming TrajectorySubmission.episode.
 //
 // Threading: free functions without shared state; safe from any thread.
 #pragma once
