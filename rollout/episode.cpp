@@ -60,6 +60,7 @@ class EpisodeRunner {
   Expected<const CompileResult*> build_current();
   std::int64_t context_tokens() const;
   EvaluationOutcome final_evaluation(std::string* report);
+  Status take_prompt_tokens(const PolicyTurn& reply, std::int64_t turn_index);
 
   const EpisodeSpec& spec_;
   Workspace workspace_;
@@ -67,6 +68,10 @@ class EpisodeRunner {
   std::optional<std::pair<std::uint64_t, Expected<CompileResult>>> built_;  // by revision
   std::string last_call_key_;
   std::int64_t reported_tokens_ = 0;
+  // Every token id stored so far, in order, while the backend reports its prompts' ids (see
+  // take_prompt_tokens); empty otherwise.
+  std::vector<std::uint32_t> sequence_;
+  bool token_exact_ = false;
   Episode episode_;
   EvaluationOutcome final_outcome_;
 };
@@ -153,6 +158,45 @@ ToolRun EpisodeRunner::run_tool(const ChatToolCall& call) {
   return error_run("there is no tool '" + call.name + "'; the tools are " + names, true);
 }
 
+// A backend that reports the prompt's token ids (cuda-agent-engine) makes the trajectory the
+// exact sequence the model saw: the ids new since the previous model turn (the system and task
+// prompt, tool output, chat-template tokens) go on the turn before this one with loss mask 0. The
+// prompt must extend what is stored; if it does not, the server re-tokenized the history (DESIGN.md
+// section 6 forbids it: training would see another context than sampling did) and the episode
+// ends as aborted, its trajectory exact up to there.
+Status EpisodeRunner::take_prompt_tokens(const PolicyTurn& reply, std::int64_t turn_index) {
+  if (reply.prompt_token_ids.empty()) {
+    if (!token_exact_) return {};
+    return make_error(ErrorCategory::kUnavailable, "policy.no_prompt_ids",
+                      "turn " + std::to_string(turn_index) +
+                          ": the backend reported no prompt_token_ids after earlier turns did");
+  }
+  const auto& prompt = reply.prompt_token_ids;
+  std::size_t same = 0;
+  while (same < sequence_.size() && same < prompt.size() &&
+         sequence_[same] == static_cast<std::uint32_t>(prompt[same]))
+    ++same;
+  if (same < sequence_.size()) {
+    return make_error(ErrorCategory::kUnavailable, "policy.history_retokenized",
+                      "turn " + std::to_string(turn_index) +
+                          ": the prompt's token ids differ from the " +
+                          "trajectory's at position " + std::to_string(same) + " of " +
+                          std::to_string(sequence_.size()) +
+                          " (the server re-tokenized the history; the trajectory would not be what "
+                          "the model saw)");
+  }
+  token_exact_ = true;
+  Turn& before = episode_.turns.back();  // the task prompt, or the last tool results
+  for (std::size_t k = same; k < prompt.size(); ++k) {
+    before.token_ids.push_back(static_cast<std::uint32_t>(prompt[k]));
+    before.loss_mask.push_back(0);
+    sequence_.push_back(static_cast<std::uint32_t>(prompt[k]));
+  }
+  episode_.counters.tokens += prompt.size() - same;
+  for (std::int32_t id : reply.token_ids) sequence_.push_back(static_cast<std::uint32_t>(id));
+  return {};
+}
+
 EvaluationOutcome EpisodeRunner::final_evaluation(std::string* report) {
   if (!workspace_.has("model_new.py")) {
     *report = "final evaluation: no model_new.py";
@@ -202,10 +246,12 @@ Episode EpisodeRunner::run() {
                           .deadline_unix_ms = now_unix_ms() + wall_left};
     const auto t0 = Clock::now();
     auto reply = spec_.policy->next(request);
-    if (!reply) {
+    Status exact = reply ? take_prompt_tokens(*reply, turn_index) : Status{};
+    if (!reply || !exact) {
+      const Error& e = reply ? exact.error() : reply.error();
       Turn failed{.role = TurnRole::kTool, .policy_version = spec_.policy_version};
       failed.tool_results.push_back(
-          {"policy_error", "the policy backend failed: " + reply.error().to_string(), true});
+          {"policy_error", "the policy backend failed: " + e.to_string(), true});
       episode_.turns.push_back(std::move(failed));
       aborted = true;
       break;
@@ -214,7 +260,12 @@ Episode EpisodeRunner::run() {
     if (reply->prompt_tokens > 0)
       reported_tokens_ = reply->prompt_tokens + reply->completion_tokens;
 
-    Turn assistant{.role = TurnRole::kAssistant, .policy_version = spec_.policy_version};
+    // The weights that sampled the turn, when the backend says (the older one when new weights
+    // came in mid-turn: staleness is counted from it); else the version the episode started at.
+    Turn assistant{.role = TurnRole::kAssistant,
+                   .policy_version = reply->first_policy_version
+                                         ? PolicyVersion{*reply->first_policy_version}
+                                         : spec_.policy_version};
     for (std::int32_t id : reply->token_ids)
       assistant.token_ids.push_back(static_cast<std::uint32_t>(id));
     assistant.logprobs = reply->logprobs;
@@ -269,6 +320,8 @@ Episode EpisodeRunner::run() {
     if (finished) episode_.status = EpisodeStatus::kCompleted;
     std::string report;
     const EvaluationOutcome outcome = final_evaluation(&report);
+    if (const std::string note = spec_.tools->reward_note(); !note.empty())
+      report = note + "\n" + report;
     final_outcome_ = outcome;
     episode_.final_reward = outcome.reward_tier;
     Turn final_turn{.role = TurnRole::kTool, .policy_version = spec_.policy_version};

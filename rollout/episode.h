@@ -14,6 +14,13 @@
 // and is counted in counters.invalid_tool_calls, never ends the episode. Repeating the same call
 // with the same files (compile, verify, benchmark, read, list) counts as a wasted loop.
 //
+// Tokens: a model turn keeps the sampled ids and logprobs as the backend gives them (loss mask 1),
+// with the policy version the backend reports for it (else spec.policy_version). A backend that
+// also reports the prompt's ids (cuda-agent-engine) makes the trajectory token-exact: the ids new
+// since the previous model turn go, with loss mask 0, on the turn before it (the task prompt, or
+// the tool results); a prompt that does not extend the stored ids (the history re-tokenized) ends
+// the episode as aborted ("policy.history_retokenized").
+//
 // Ends: finish() -> completed; turns, context tokens or wall time spent -> truncated; the policy
 // backend failing -> aborted (no final evaluation, reward 0). Completed and truncated episodes get
 // the final evaluation: reward = its tier (-1 when the workspace does not build or is wrong).
@@ -56,6 +63,11 @@ class EvaluationTools {
                                                const std::vector<SourceFile>& files,
                                                const CompileResult& built,
                                                bool final_evaluation) = 0;
+  /// What the final reward measures when it is not the full protocol (e.g. a compile-only run,
+  /// rollout/compile_only_tools.h); run_episode puts it at the head of the final evaluation's
+  /// report on every path, so the stored trajectory says it. Empty (the default): the full
+  /// protocol.
+  virtual std::string reward_note() const { return {}; }
 };
 
 struct EpisodeBudgets {

@@ -2,13 +2,16 @@
 // and nvcc): the transcript writes a kernel with a compile error, compiles, reads the error,
 // fixes it, writes model_new.py, verifies, benchmarks, makes one malformed call and finishes. The
 // bench is scripted here (a test-only evaluator behind FarmEvaluationTools' interface); the real
-// GPU bench runs this path on the GPU machine. Also: budgets, and a policy that fails.
+// GPU bench runs this path on the GPU machine. Also: budgets, and a policy that fails; and the
+// compile-only reward (rollout/compile_only_tools.h) on the same farm: +1 for the transcript's
+// final workspace, -1 for one the source policy refuses, and what was measured in every report.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "core/log.h"
+#include "rollout/compile_only_tools.h"
 #include "rollout/episode.h"
 #include "rollout/episode_test_transcript.h"
 #include "rollout/farm_tools.h"
@@ -162,6 +165,55 @@ TEST_F(EpisodeTest, NoCallAndUnknownToolsAreAnsweredAndCounted) {
   EXPECT_NE(e.turns[3].tool_results[0].content.find("no tool was called"), std::string::npos);
   EXPECT_NE(e.turns[5].tool_results[0].content.find("there is no tool 'rm_rf'"), std::string::npos);
   EXPECT_EQ(e.status, EpisodeStatus::kCompleted);
+}
+
+// The compile-only reward: the recorded episode's final workspace builds, so +1; the agent's
+// verify and benchmark calls get the plain answer; the final report says what was measured.
+TEST_F(EpisodeTest, CompileOnlyRewardIsPlusOneForAWorkspaceThatBuilds) {
+  auto policy = ReplayPolicy::parse(transcript(), "transcript");
+  ASSERT_TRUE(policy) << policy.error().to_string();
+  CompileOnlyTools tools(*client_, {});
+  EvaluationOutcome final_outcome;
+  Episode e = run_episode(spec(policy->get(), &tools), &final_outcome);
+  EXPECT_EQ(e.status, EpisodeStatus::kCompleted);
+  EXPECT_EQ(e.final_reward, 1);
+  EXPECT_FALSE(final_outcome.correct) << "nothing was verified";
+  EXPECT_EQ(final_outcome.speedup_vs_eager, 0);
+  EXPECT_EQ(e.turns[9].tool_results[1].content, kCompileOnlyAnswer);   // verify
+  EXPECT_EQ(e.turns[13].tool_results[0].content, kCompileOnlyAnswer);  // benchmark
+  const std::string& report = e.turns.back().tool_results[0].content;
+  EXPECT_EQ(report.rfind(kCompileOnlyRewardNote, 0), 0u) << report;
+  EXPECT_NE(report.find("reward +1"), std::string::npos) << report;
+}
+
+// A kernel that breaks the farm's source policy (a process call) does not build: -1, and the
+// report still says the reward is compile-only.
+TEST_F(EpisodeTest, CompileOnlyRewardIsMinusOneForAWorkspaceThePolicyRefuses) {
+  const std::string bad = R"(#include <cuda_runtime.h>
+#include <cstdlib>
+__global__ void scale_relu(const float* x, float* y, long long n) {
+  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i < n) y[i] = fmaxf(2.f * x[i], 0.f);
+}
+extern "C" void scale_relu_launch(const float* x, float* y, long long n, cudaStream_t s) {
+  system("touch /tmp/pwned");
+  scale_relu<<<(unsigned)((n + 255) / 256), 256, 0, s>>>(x, y, n);
+}
+)";
+  std::string t =
+      assistant({call("write_file", {{"path", "kernels/scale_relu.cu"}, {"content", bad}}),
+                 call("write_file", {{"path", "model_new.py"}, {"content", kModelNew}})});
+  t += assistant({call("finish", json::object())});
+  auto policy = ReplayPolicy::parse(t, "t");
+  ASSERT_TRUE(policy) << policy.error().to_string();
+  CompileOnlyTools tools(*client_, {});
+  Episode e = run_episode(spec(policy->get(), &tools));
+  EXPECT_EQ(e.status, EpisodeStatus::kCompleted);
+  EXPECT_EQ(e.final_reward, -1);
+  const std::string& report = e.turns.back().tool_results[0].content;
+  EXPECT_EQ(report.rfind(kCompileOnlyRewardNote, 0), 0u) << report;
+  EXPECT_NE(report.find("does not build"), std::string::npos) << report;
+  EXPECT_NE(report.find("system"), std::string::npos) << report;
 }
 
 }  // namespace

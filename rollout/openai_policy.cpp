@@ -157,13 +157,40 @@ Expected<PolicyTurn> parse_openai_reply(const std::string& body) {
       turn.completion_tokens = u["completion_tokens"].get<std::int64_t>();
   }
   if (j.contains("model") && j["model"].is_string()) turn.policy_version = j["model"];
+  // cuda-agent-engine's token-exact fields (model/engine_server.h): the prompt's ids, the sampled
+  // ids verbatim (stop token included) and the weights versions of the first and last token.
+  auto read_ids = [&](const json& where, const char* key,
+                      const std::string& path) -> Expected<std::vector<std::int32_t>> {
+    std::vector<std::int32_t> ids;
+    if (!where.contains(key) || where[key].is_null()) return ids;
+    if (!where[key].is_array()) return malformed(path, "is not an array");
+    for (std::size_t k = 0; k < where[key].size(); ++k) {
+      const json& id = where[key][k];
+      if (!id.is_number_integer() || id.get<std::int64_t>() < 0 ||
+          id.get<std::int64_t>() > INT32_MAX)
+        return malformed(path + "[" + std::to_string(k) + "]", "is not a token id");
+      ids.push_back(static_cast<std::int32_t>(id.get<std::int64_t>()));
+    }
+    return ids;
+  };
+  ASSIGN_OR_RETURN(turn.prompt_token_ids, read_ids(j, "prompt_token_ids", "prompt_token_ids"));
+  ASSIGN_OR_RETURN(std::vector<std::int32_t> choice_ids,
+                   read_ids(choice, "token_ids", "choices[0].token_ids"));
+  for (auto [key, version] : {std::pair{"first_policy_version", &turn.first_policy_version},
+                              std::pair{"last_policy_version", &turn.last_policy_version}}) {
+    if (!choice.contains(key) || choice[key].is_null()) continue;
+    const json& v = choice[key];
+    if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<std::int64_t>() >= 0))
+      return malformed(std::string("choices[0].") + key, "is not a version number");
+    *version = v.get<std::uint64_t>();
+  }
+  std::vector<float> logprobs;
+  std::vector<std::int32_t> named_ids;  // from "token_id:N" tokens, when every token is one
+  bool all_named = true;
   if (choice.contains("logprobs") && choice["logprobs"].is_object() &&
       choice["logprobs"].contains("content") && !choice["logprobs"]["content"].is_null()) {
     const json& content = choice["logprobs"]["content"];
     if (!content.is_array()) return malformed("choices[0].logprobs.content", "is not an array");
-    std::vector<std::int32_t> ids;
-    std::vector<float> logprobs;
-    bool all_ids = true;
     for (std::size_t k = 0; k < content.size(); ++k) {
       const std::string path = "choices[0].logprobs.content[" + std::to_string(k) + "]";
       const json& t = content[k];
@@ -171,22 +198,32 @@ Expected<PolicyTurn> parse_openai_reply(const std::string& body) {
         return malformed(path + ".token", "is missing or not text");
       if (!t.contains("logprob") || !t["logprob"].is_number())
         return malformed(path + ".logprob", "is missing or not a number");
+      logprobs.push_back(t["logprob"].get<float>());
       const std::string token = t["token"].get<std::string>();
       constexpr std::string_view kPrefix = "token_id:";
       char* end = nullptr;
       const long id =
           token.rfind(kPrefix, 0) == 0 ? std::strtol(token.c_str() + kPrefix.size(), &end, 10) : -1;
-      if (id < 0 || id > INT32_MAX || !end || *end != '\0' || token.size() == kPrefix.size()) {
-        all_ids = false;  // token text: the server has no token-id extension
-        break;
-      }
-      ids.push_back(static_cast<std::int32_t>(id));
-      logprobs.push_back(t["logprob"].get<float>());
+      if (id < 0 || id > INT32_MAX || !end || *end != '\0' || token.size() == kPrefix.size())
+        all_named = false;  // token text: the server has no token-id extension
+      else
+        named_ids.push_back(static_cast<std::int32_t>(id));
     }
-    if (all_ids && !ids.empty()) {
-      turn.token_ids = std::move(ids);
-      turn.logprobs = std::move(logprobs);
-    }
+  }
+  if (!choice_ids.empty()) {
+    // The engine's ids are the truth; logprobs, when asked for, must be one per id and name the
+    // same ids.
+    if (!logprobs.empty() && logprobs.size() != choice_ids.size())
+      return malformed("choices[0].logprobs.content",
+                       "has " + std::to_string(logprobs.size()) + " entries for " +
+                           std::to_string(choice_ids.size()) + " token_ids");
+    if (!logprobs.empty() && all_named && named_ids != choice_ids)
+      return malformed("choices[0].logprobs.content", "names other token ids than token_ids");
+    turn.token_ids = std::move(choice_ids);
+    turn.logprobs = std::move(logprobs);
+  } else if (all_named && !named_ids.empty()) {
+    turn.token_ids = std::move(named_ids);
+    turn.logprobs = std::move(logprobs);
   }
   return turn;
 }

@@ -13,6 +13,16 @@
 // reason; `usage` gives the token counts. A server without a tool-call parser that returns
 // Qwen-style `<tool_call>` blocks in the content is read with model/chat_format.h's parser.
 //
+// Token-exact turns (request_token_ids): from vLLM, the "token_id:N" tokens of
+// choices[0].logprobs.content give the sampled ids and their logprobs. From cuda-agent-engine
+// (model/engine_server.h) also: choices[0].token_ids (the sampled ids verbatim, taken over the
+// logprobs' names, which must then agree and be one per id), top-level prompt_token_ids (the ids
+// the model was shown: run_episode stores what is new in them with loss mask 0), and
+// choices[0].first_policy_version / last_policy_version (the weights the turn was sampled under:
+// the turn's policy version). Together they make the stored episode what
+// learner/train_sequence.h trains on: prompt and tool tokens with mask 0, sampled tokens with
+// mask 1 and their logprobs.
+//
 // Retries: connection failures, timeouts of one attempt, and statuses 408, 409, 429, 500, 502,
 // 503 and 504 are retried with exponential backoff and jitter (a Retry-After header is honoured),
 // up to max_attempts and never past the request's deadline. Other statuses fail at once with
@@ -65,8 +75,11 @@ class OpenAiPolicy final : public PolicyBackend {
 std::string openai_request_body(const std::string& model, const PolicyRequest& request,
                                 bool request_token_ids = false);
 
-/// Reads a chat-completions reply body. `choices[0].logprobs.content`, when every entry's token
-/// is vLLM's "token_id:N", gives token_ids and logprobs. Errors: "policy.malformed_reply".
+/// Reads a chat-completions reply body. `choices[0].token_ids` (cuda-agent-engine) or else
+/// `choices[0].logprobs.content`, when every entry's token is vLLM's "token_id:N", gives
+/// token_ids; the content gives their logprobs; the engine's prompt_token_ids and
+/// first/last_policy_version are read when present. Errors: "policy.malformed_reply" naming the
+/// JSON path (also for logprobs that do not match the engine's token_ids).
 Expected<PolicyTurn> parse_openai_reply(const std::string& body);
 
 }  // namespace cuda_agent

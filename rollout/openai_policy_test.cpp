@@ -1,7 +1,9 @@
 // The OpenAI-compatible policy backend against a local scripted server that speaks the protocol:
 // tool calls both ways, retries on overload and dropped connections, no retry on client errors,
 // per-attempt timeouts and the request deadline, malformed replies named by JSON path, and
-// Qwen-style tool calls left in the text by a server without a tool parser.
+// Qwen-style tool calls left in the text by a server without a tool parser; and
+// cuda-agent-engine's token-exact replies (prompt ids, sampled ids, logprobs, policy versions)
+// giving an episode that learner/train_sequence.h trains on.
 #include "rollout/openai_policy.h"
 
 #include <gtest/gtest.h>
@@ -12,6 +14,8 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "learner/train_sequence.h"
+#include "rollout/episode.h"
 #include "rollout/scripted_http_server.h"
 
 namespace cuda_agent {
@@ -257,6 +261,158 @@ TEST(OpenAiReply, TokenIdsAndLogprobsFromVllmsTokenIdExtension) {
   EXPECT_EQ(turn.error().code, "policy.malformed_reply");
   EXPECT_NE(turn.error().message.find("choices[0].logprobs.content[0].logprob"), std::string::npos)
       << turn.error().message;
+}
+
+// A reply shaped as cuda-agent-engine's (model/engine_server.cpp build_reply) for a chat request
+// with logprobs and return_tokens_as_token_ids.
+std::string engine_reply(const std::vector<int>& prompt, const std::vector<int>& ids,
+                         const std::vector<float>& logprobs, std::uint64_t first,
+                         std::uint64_t last, const json& tool_calls) {
+  json content = json::array();
+  for (std::size_t k = 0; k < ids.size(); ++k)
+    content.push_back({{"token", "token_id:" + std::to_string(ids[k])},
+                       {"logprob", logprobs[k]},
+                       {"top_logprobs", json::array()}});
+  json message = {{"role", "assistant"}, {"content", nullptr}, {"tool_calls", tool_calls}};
+  return json{{"id", "chatcmpl-7"},
+              {"object", "chat.completion"},
+              {"created", 1},
+              {"model", "policy"},
+              {"policy_version", last},
+              {"prompt_token_ids", prompt},
+              {"choices",
+               {{{"index", 0},
+                 {"token_ids", ids},
+                 {"first_policy_version", first},
+                 {"last_policy_version", last},
+                 {"stop_reason", "stop_token"},
+                 {"message", message},
+                 {"logprobs", {{"content", content}}},
+                 {"finish_reason", "tool_calls"}}}},
+              {"usage",
+               {{"prompt_tokens", prompt.size()},
+                {"completion_tokens", ids.size()},
+                {"total_tokens", prompt.size() + ids.size()}}}}
+      .dump();
+}
+
+json engine_call(const std::string& name, const json& args) {
+  return {{"id", "call_7_0"},
+          {"type", "function"},
+          {"function", {{"name", name}, {"arguments", args.dump()}}}};
+}
+
+TEST_F(OpenAiPolicyTest, ReadsTheEnginesTokenExactFields) {
+  auto turn =
+      parse_openai_reply(engine_reply({1, 2, 3}, {40, 41, 2}, {-0.5f, -0.25f, -0.125f}, 4, 5,
+                                      json::array({engine_call("finish", json::object())})));
+  ASSERT_TRUE(turn) << turn.error().to_string();
+  EXPECT_EQ(turn->prompt_token_ids, (std::vector<std::int32_t>{1, 2, 3}));
+  EXPECT_EQ(turn->token_ids, (std::vector<std::int32_t>{40, 41, 2}));
+  EXPECT_EQ(turn->logprobs, (std::vector<float>{-0.5f, -0.25f, -0.125f}));
+  EXPECT_EQ(turn->first_policy_version, 4u);
+  EXPECT_EQ(turn->last_policy_version, 5u);
+  ASSERT_EQ(turn->tool_calls.size(), 1u);
+  EXPECT_EQ(turn->tool_calls[0].name, "finish");
+
+  // The engine's ids are the truth: logprobs that are not one per id, or that name other ids,
+  // are a malformed reply.
+  json j = json::parse(engine_reply({1}, {40, 41}, {-0.5f, -0.25f}, 0, 0, json::array()));
+  j["choices"][0]["logprobs"]["content"].erase(1);
+  auto short_lp = parse_openai_reply(j.dump());
+  ASSERT_FALSE(short_lp);
+  EXPECT_EQ(short_lp.error().code, "policy.malformed_reply");
+  EXPECT_NE(short_lp.error().message.find("choices[0].logprobs.content"), std::string::npos);
+  j = json::parse(engine_reply({1}, {40, 41}, {-0.5f, -0.25f}, 0, 0, json::array()));
+  j["choices"][0]["token_ids"][1] = 42;
+  auto other = parse_openai_reply(j.dump());
+  ASSERT_FALSE(other);
+  EXPECT_NE(other.error().message.find("other token ids"), std::string::npos);
+  j["choices"][0]["token_ids"][1] = -1;
+  auto negative = parse_openai_reply(j.dump());
+  ASSERT_FALSE(negative);
+  EXPECT_NE(negative.error().message.find("choices[0].token_ids[1]"), std::string::npos);
+}
+
+// Tools that build anything and give tier 2: the episode's evaluation is not under test here.
+class AcceptingTools final : public EvaluationTools {
+ public:
+  Expected<CompileResult> compile(const std::vector<SourceFile>&) override {
+    return CompileResult{};
+  }
+  Expected<EvaluationOutcome> evaluate(BenchMode, const std::string&,
+                                       const std::vector<SourceFile>&, const CompileResult&,
+                                       bool) override {
+    return EvaluationOutcome{.report = "correct", .correct = true, .reward_tier = 2};
+  }
+};
+
+EpisodeSpec engine_episode(PolicyBackend* policy, EvaluationTools* tools) {
+  return {.episode_id = EpisodeId{"e1"},
+          .run_id = RunId{"run"},
+          .task_id = TaskId{"t/relu"},
+          .model_py = "class Model: pass\n",
+          .policy = policy,
+          .tools = tools,
+          .policy_version = PolicyVersion{3}};
+}
+
+// Two engine turns: the stored episode is the exact token sequence (prompt, sampled, tool output,
+// sampled) with the right mask, logprobs and versions, and the learner accepts it.
+TEST_F(OpenAiPolicyTest, AnEngineEpisodeIsTokenExactAndTrainable) {
+  const json write = engine_call("write_file", {{"path", "model_new.py"}, {"content", "x"}});
+  ScriptedHttpServer server(
+      {{.body = engine_reply({1, 2, 3, 4, 5, 6}, {100, 101, 102}, {-0.5f, -0.25f, -0.125f}, 3, 3,
+                             json::array({write}))},
+       {.body =
+            engine_reply({1, 2, 3, 4, 5, 6, 100, 101, 102, 7, 8, 9}, {103, 104}, {-1.5f, -0.75f}, 3,
+                         4, json::array({engine_call("finish", json::object())}))}});
+  auto p = policy(server.base_url(), {.request_token_ids = true});
+  AcceptingTools tools;
+  Episode e = run_episode(engine_episode(p.get(), &tools));
+  ASSERT_EQ(e.status, EpisodeStatus::kCompleted) << e.turns.back().tool_results[0].content;
+  EXPECT_EQ(e.final_reward, 2);
+  const auto sent = server.received();
+  ASSERT_EQ(sent.size(), 2u);
+  EXPECT_TRUE(json::parse(sent[0].body)["return_tokens_as_token_ids"].get<bool>());
+
+  auto seq = to_train_sequence(e, {.vocab_size = 1000});
+  ASSERT_TRUE(seq) << seq.error().to_string();
+  EXPECT_EQ(seq->ids,
+            (std::vector<std::int64_t>{1, 2, 3, 4, 5, 6, 100, 101, 102, 7, 8, 9, 103, 104}));
+  EXPECT_EQ(seq->loss_mask, (std::vector<std::uint8_t>{0, 0, 0, 0, 0, 0, 1, 1, 1, 0, 0, 0, 1, 1}));
+  EXPECT_EQ(seq->behaviour_logprobs,
+            (std::vector<float>{0, 0, 0, 0, 0, 0, -0.5f, -0.25f, -0.125f, 0, 0, 0, -1.5f, -0.75f}));
+  EXPECT_EQ(seq->policy_versions[6], 3u);
+  EXPECT_EQ(seq->policy_versions[12], 3u) << "the older weights of a turn that spanned a swap";
+  EXPECT_EQ(seq->last_model_token, 13);
+  EXPECT_EQ(seq->reward, 2);
+  EXPECT_EQ(e.counters.tokens, 14u);
+  // The trajectory survives the wire codec as the learner reads it back from the store.
+  auto back = decode_episode(encode_episode(e));
+  ASSERT_TRUE(back) << back.error().to_string();
+  EXPECT_TRUE(to_train_sequence(*back, {}));
+}
+
+// A prompt that does not extend the stored tokens (the server re-tokenized the history) ends the
+// episode as aborted; what is stored up to there is still exact.
+TEST_F(OpenAiPolicyTest, AReTokenizedHistoryAbortsTheEpisode) {
+  const json list = engine_call("list_files", json::object());
+  ScriptedHttpServer server(
+      {{.body = engine_reply({1, 2, 3}, {100, 101}, {-0.5f, -0.25f}, 0, 0, json::array({list}))},
+       {.body = engine_reply({1, 2, 3, 100, 99, 7}, {103}, {-1.f}, 0, 0,
+                             json::array({engine_call("finish", json::object())}))}});
+  auto p = policy(server.base_url(), {.request_token_ids = true});
+  AcceptingTools tools;
+  Episode e = run_episode(engine_episode(p.get(), &tools));
+  EXPECT_EQ(e.status, EpisodeStatus::kAborted);
+  EXPECT_EQ(e.final_reward, 0);
+  EXPECT_NE(e.turns.back().tool_results[0].content.find("policy.history_retokenized"),
+            std::string::npos)
+      << e.turns.back().tool_results[0].content;
+  auto seq = to_train_sequence(e, {});
+  ASSERT_TRUE(seq) << seq.error().to_string();
+  EXPECT_EQ(seq->ids, (std::vector<std::int64_t>{1, 2, 3, 100, 101}));
 }
 
 }  // namespace

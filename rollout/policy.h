@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,15 @@ struct PolicyTurn {
   std::int64_t prompt_tokens = 0;         ///< as reported by the backend; 0 when unknown
   std::int64_t completion_tokens = 0;
   std::string policy_version;  ///< which weights answered (model name, or engine version)
+  /// The whole prompt the model was shown, as token ids, when the backend reports it
+  /// (cuda-agent-engine's `prompt_token_ids`); else empty. run_episode stores the part of it
+  /// that is new since the previous model turn (tool output, chat-template tokens) with loss
+  /// mask 0, so the trajectory is the exact token sequence the model saw.
+  std::vector<std::int32_t> prompt_token_ids;
+  /// The weights versions the turn's first and last token were sampled under, when the backend
+  /// reports them (cuda-agent-engine: they differ when new weights were swapped in mid-turn).
+  std::optional<std::uint64_t> first_policy_version;
+  std::optional<std::uint64_t> last_policy_version;
 };
 
 class PolicyBackend {

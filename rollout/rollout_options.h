@@ -29,6 +29,7 @@ struct RolloutOptions {
   std::int64_t episodes_per_task = 1;
   std::int64_t generation_slots = 0;
   std::int64_t max_attempts = 2;
+  std::string reward = "full";
 
   template <class V>
   void visit(V& v) {
@@ -103,6 +104,17 @@ struct RolloutOptions {
        .min = 1,
        .max = 100},
       max_attempts);
+    v({.key = "reward",
+       .doc = "What an episode's final reward measures. 'full': the evaluation protocol on the "
+              "GPU bench pool (correctness, then speed: tiers -1 / +1 / +2 / +3). "
+              "'compile-only', for a run without a GPU: +1 when the final workspace builds under "
+              "the compile farm's source and symbol policies, -1 otherwise; nothing is run, so "
+              "correctness and speed are not measured, the agent's verify / benchmark / profile "
+              "calls are answered saying so, every final report says so, and the rollout "
+              "worker needs no bench pool. `cuda-agent train` sets it on a machine without a "
+              "GPU.",
+       .choices = {"full", "compile-only"}},
+      reward);
   }
 };
 
