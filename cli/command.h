@@ -54,6 +54,7 @@ void add_bench_commands(CLI::App& app, CommandResult& result);    // bench
 void add_rollout_commands(CLI::App& app, CommandResult& result);  // serve rollout-worker
 void add_engine_command(CLI::App& serve, CommandResult& result);  // serve policy-engine
 void add_learn_commands(CLI::App& app, CommandResult& result);    // learn sft|value|ppo
+void add_train_command(CLI::App& app, CommandResult& result);     // train, train status
 
 /// Replaces this process with a torch-linked sibling binary (cuda-agent-model, -learn, -engine:
 /// the CLI itself stays torch-free), found beside /proc/self/exe, else on PATH, with `args`.

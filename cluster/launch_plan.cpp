@@ -15,7 +15,10 @@ constexpr std::int64_t kCompileClientPort = 1;
 constexpr std::int64_t kCompileWorkerPort = 2;
 constexpr std::int64_t kBenchClientPort = 3;
 constexpr std::int64_t kBenchWorkerPort = 4;
+constexpr std::int64_t kCoordinatorPort = 0;
+constexpr std::int64_t kMetricsPort = 5;
 constexpr std::int64_t kLearnerMasterPort = 10;
+constexpr std::int64_t kFirstEnginePort = 20;  // policy engine i listens on +20+i
 
 std::vector<std::int64_t> ascending(std::vector<std::int64_t> gpus) {
   std::sort(gpus.begin(), gpus.end());
@@ -66,6 +69,21 @@ Expected<std::optional<CurveClientKeys>> client_curve(const Manifest& m) {
       CurveClientKeys{.server_public_z85 = server.public_z85, .client = client});
 }
 
+std::string coordinator_endpoint(const Manifest& m) {
+  return "tcp://" + m.coordinator().host + ":" + std::to_string(m.run.port_base + kCoordinatorPort);
+}
+
+std::string coordinator_bind_endpoint(const Manifest& m) {
+  return "tcp://*:" + std::to_string(m.run.port_base + kCoordinatorPort);
+}
+
+std::int64_t coordinator_metrics_port(const Manifest& m) { return m.run.port_base + kMetricsPort; }
+
+std::filesystem::path initial_model_dir(const Manifest& m) {
+  if (!m.paths.model_path.empty()) return m.paths.model_path;
+  return m.paths.store_dir.parent_path() / "tiny-policy";
+}
+
 std::vector<NodePlan> plan_launch(const Manifest& manifest,
                                   const std::string& manifest_path_for_argv) {
   const std::string& m = manifest_path_for_argv;
@@ -76,25 +94,52 @@ std::vector<NodePlan> plan_launch(const Manifest& manifest,
   };
 
   std::int64_t world_size = 0;
-  std::int64_t rollout_workers = 0;
+  std::int64_t bench_workers = 0;
   std::string master_addr;
+  const bool one_node = manifest.nodes.size() == 1;
+  // Every rollout slot (a rollout GPU, or the CPU of a node without GPUs) gets a policy engine;
+  // the learner publishes each new version to all of them.
+  struct Engine {
+    std::string url;
+  };
+  std::vector<Engine> engines;
+  auto rollout_slots = [](const NodeSpec& node) {
+    return node.gpus == 0 ? std::vector<std::int64_t>{-1} : ascending(node.rollout_gpus);
+  };
+  auto learner_slots = [](const NodeSpec& node) {
+    return node.gpus == 0 ? std::vector<std::int64_t>{-1} : ascending(node.learner_gpus);
+  };
   for (const NodeSpec& node : manifest.nodes) {
-    if (node.has_role("rollout"))
-      rollout_workers += static_cast<std::int64_t>(node.rollout_gpus.size());
+    if (node.has_role("bench")) bench_workers += static_cast<std::int64_t>(node.bench_gpus.size());
+    if (node.has_role("rollout")) {
+      for (std::size_t i = 0; i < rollout_slots(node).size(); ++i) {
+        const std::string host = one_node ? "127.0.0.1" : node.host;
+        engines.push_back({"http://" + host + ":" +
+                           std::to_string(port_base + kFirstEnginePort +
+                                          static_cast<std::int64_t>(engines.size()))});
+      }
+    }
     if (!node.has_role("learner")) continue;
     if (master_addr.empty()) master_addr = node.host;
-    world_size += static_cast<std::int64_t>(node.learner_gpus.size());
+    world_size += static_cast<std::int64_t>(learner_slots(node).size());
   }
+  const std::string model_dir = initial_model_dir(manifest).string();
+  const std::string store_dir = manifest.paths.store_dir.string();
+  const std::string learner_out = (manifest.paths.store_dir.parent_path() / "learner").string();
+  auto slot_name = [](std::int64_t gpu) {
+    return gpu < 0 ? std::string("cpu") : "gpu" + std::to_string(gpu);
+  };
 
   std::vector<NodePlan> plan;
   std::int64_t rank = 0;
-  std::int64_t shard = 0;
+  std::size_t engine_index = 0;
   for (const NodeSpec& node : manifest.nodes) {
     NodePlan np{.host = node.host, .gpus = node.gpus, .roles = node.roles};
     if (node.has_role("coordinator")) {
       np.processes.push_back(serve("coordinator", "coordinator", {"coordinator"}, m));
       np.processes.push_back(serve("coordinator", "compile-farm", {"compile-farm"}, m));
-      np.processes.push_back(serve("coordinator", "bench-pool", {"bench-pool"}, m));
+      if (bench_workers > 0)
+        np.processes.push_back(serve("coordinator", "bench-pool", {"bench-pool"}, m));
     }
     if (node.has_role("compile")) {
       for (std::int64_t i = 0; i < node.compile_workers; ++i) {
@@ -113,25 +158,57 @@ std::vector<NodePlan> plan_launch(const Manifest& manifest,
       }
     }
     if (node.has_role("rollout")) {
-      for (std::int64_t gpu : ascending(node.rollout_gpus)) {
-        ProcessSpec p =
-            serve("rollout", "rollout-worker-gpu" + std::to_string(gpu),
-                  {"rollout-worker", "--gpu", "0", "--compile-farm", endpoint(kCompileClientPort),
-                   "--bench-pool", endpoint(kBenchClientPort), "--shard",
-                   std::to_string(shard++) + "/" + std::to_string(rollout_workers)},
-                  m);
-        p.env["CUDA_VISIBLE_DEVICES"] = std::to_string(gpu);
-        p.env["NCCL_NVLS_ENABLE"] = "0";
-        np.processes.push_back(std::move(p));
+      for (std::int64_t gpu : rollout_slots(node)) {
+        const std::string& url = engines[engine_index].url;
+        const std::string port = url.substr(url.rfind(':') + 1);
+        ProcessSpec engine{.role = "rollout",
+                           .name = "policy-engine-" + slot_name(gpu),
+                           .argv = {kProgram, "serve", "policy-engine", "--model", model_dir,
+                                    "--host", one_node ? "127.0.0.1" : "0.0.0.0", "--port", port,
+                                    "--device", gpu < 0 ? "cpu" : "cuda:0", "--dtype",
+                                    manifest.model.dtype, "--served-model-name", "policy"}};
+        std::vector<std::string> args = {"rollout-worker", "--coordinator",
+                                         coordinator_endpoint(manifest), "--compile-farm",
+                                         endpoint(kCompileClientPort)};
+        if (bench_workers > 0) {
+          args.push_back("--bench-pool");
+          args.push_back(endpoint(kBenchClientPort));
+        }
+        args.insert(args.end(), {"--policy-endpoint", url + "/v1", "--policy-model", "policy"});
+        if (gpu >= 0) args.insert(args.end(), {"--gpu", "0"});
+        ProcessSpec worker = serve("rollout", "rollout-worker-" + slot_name(gpu), args, m);
+        if (gpu >= 0) {
+          engine.env["CUDA_VISIBLE_DEVICES"] = std::to_string(gpu);
+          worker.env["CUDA_VISIBLE_DEVICES"] = std::to_string(gpu);
+          engine.env["NCCL_NVLS_ENABLE"] = "0";
+          worker.env["NCCL_NVLS_ENABLE"] = "0";
+        }
+        np.processes.push_back(std::move(engine));
+        np.processes.push_back(std::move(worker));
+        ++engine_index;
       }
     }
     if (node.has_role("learner")) {
-      for (std::int64_t gpu : ascending(node.learner_gpus)) {
-        ProcessSpec p = serve(
-            "learner", "learner-rank" + std::to_string(rank) + "-gpu" + std::to_string(gpu),
-            {"learner", "--rank", std::to_string(rank), "--world-size", std::to_string(world_size)},
-            m);
-        p.env["CUDA_VISIBLE_DEVICES"] = std::to_string(gpu);
+      for (std::int64_t gpu : learner_slots(node)) {
+        std::vector<std::string> args = {"learner",
+                                         "--rank",
+                                         std::to_string(rank),
+                                         "--world-size",
+                                         std::to_string(world_size),
+                                         "--coordinator",
+                                         coordinator_endpoint(manifest),
+                                         "--store",
+                                         store_dir,
+                                         "--run",
+                                         manifest.run.name,
+                                         "--model",
+                                         model_dir,
+                                         "--out",
+                                         learner_out};
+        for (const Engine& e : engines) args.insert(args.end(), {"--engine", e.url});
+        ProcessSpec p =
+            serve("learner", "learner-rank" + std::to_string(rank) + "-" + slot_name(gpu), args, m);
+        if (gpu >= 0) p.env["CUDA_VISIBLE_DEVICES"] = std::to_string(gpu);
         p.env["MASTER_ADDR"] = master_addr;
         p.env["MASTER_PORT"] = std::to_string(port_base + kLearnerMasterPort);
         p.env["NCCL_NVLS_ENABLE"] = "0";

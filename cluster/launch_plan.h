@@ -2,21 +2,26 @@
 // lines and environments. `cuda-agent launch` executes a plan (locally, over ssh, or as rendered
 // Slurm / Kubernetes files) and can print it with render_plan().
 //
-// Per node, in this order:
-//   coordinator node  cuda-agent serve coordinator | compile-farm | bench-pool --manifest M
+// Per node, in this order (COORD:p is the coordinator node's host and [run] port_base + p):
+//   coordinator node  cuda-agent serve coordinator | compile-farm --manifest M
+//                     (and serve bench-pool when the run has bench GPUs)
 //   'compile'         compile_workers x  cuda-agent serve compile-worker
-//                                          --connect tcp://COORD:port_base+2 --manifest M
+//                                          --connect tcp://COORD:2 --manifest M
 //   each bench GPU g  CUDA_VISIBLE_DEVICES=g cuda-agent serve bench-worker --gpu 0
-//                                          --connect tcp://COORD:port_base+4 --manifest M
+//                                          --connect tcp://COORD:4 --manifest M
 //   each rollout GPU  CUDA_VISIBLE_DEVICES=g NCCL_NVLS_ENABLE=0
-//                     cuda-agent serve rollout-worker --gpu 0
-//                       --compile-farm tcp://COORD:port_base+1 --bench-pool tcp://COORD:port_base+3
-//                       --shard S/N --manifest M
-//                     (S counts the run's rollout workers like learner ranks, N of them: worker S
-//                     takes the train-set episodes whose index is S modulo N)
+//   (or, on a node    cuda-agent serve policy-engine --model INITIAL --port base+20+i
+//   with gpus = 0,      --device cuda:0|cpu --served-model-name policy ...
+//   one on the CPU)   cuda-agent serve rollout-worker --coordinator tcp://COORD:0
+//                       --compile-farm tcp://COORD:1 [--bench-pool tcp://COORD:3]
+//                       --policy-endpoint http://HOST:base+20+i/v1 --policy-model policy
+//                     (i counts the run's rollout slots; engines listen on 127.0.0.1 in a
+//                     one-node run, on every interface otherwise)
 //   each learner GPU  CUDA_VISIBLE_DEVICES=g MASTER_ADDR=FIRST_LEARNER_HOST
-//                     MASTER_PORT=port_base+10 NCCL_NVLS_ENABLE=0
-//                     cuda-agent serve learner --rank R --world-size W --manifest M
+//   (or the CPU)      MASTER_PORT=port_base+10 NCCL_NVLS_ENABLE=0
+//                     cuda-agent serve learner --rank R --world-size W --coordinator ...
+//                       --store DIR --run NAME --model INITIAL --out RUN_DIR/learner
+//                       --engine URL (every engine) --manifest M
 // GPU lists are taken in ascending order. Learner GPUs of all nodes form one data-parallel group;
 // ranks count nodes in manifest order, then GPUs in ascending order. NCCL_NVLS_ENABLE=0 is set on
 // every process that may join an NCCL communicator: NVLink multicast must stay off.
@@ -25,6 +30,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
@@ -64,6 +70,16 @@ Expected<WorkPoolBrokerOptions> broker_options(const Manifest& manifest, BrokerR
 /// client key pair and the servers' public key); nullopt for a run without [security] keys.
 /// Errors: a key file that cannot be read.
 Expected<std::optional<CurveClientKeys>> client_curve(const Manifest& manifest);
+
+/// Where the coordinator's gateway listens ([run] port_base + 0): tcp://COORDINATOR_HOST:PORT for
+/// the roles that connect, tcp://*:PORT for the coordinator that binds.
+std::string coordinator_endpoint(const Manifest& manifest);
+std::string coordinator_bind_endpoint(const Manifest& manifest);
+/// The coordinator's Prometheus metrics port ([run] port_base + 5).
+std::int64_t coordinator_metrics_port(const Manifest& manifest);
+/// The policy a run starts from: [model] path, or when it is empty the run's tiny random policy
+/// (`cuda-agent train` makes it once, in tiny-policy/ beside the store).
+std::filesystem::path initial_model_dir(const Manifest& manifest);
 
 /// The launch plan of a validated manifest: one NodePlan per node, in manifest order.
 /// `manifest_path_for_argv` is passed as --manifest to every process, as given (it must name the

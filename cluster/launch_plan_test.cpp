@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <set>
 
 #include "actors/curve_keys.h"
 
@@ -55,8 +56,13 @@ TEST(LaunchPlanTest, Cluster128) {
   ASSERT_EQ(learners.size(), 64u);
   for (std::size_t r = 0; r < learners.size(); ++r) {
     const ProcessSpec& p = *learners[r];
-    EXPECT_THAT(p.argv, ElementsAre("cuda-agent", "serve", "learner", "--rank", std::to_string(r),
-                                    "--world-size", "64", "--manifest", "/shared/run.toml"));
+    ASSERT_GE(p.argv.size(), 9u);
+    EXPECT_THAT(std::vector<std::string>(p.argv.begin(), p.argv.begin() + 9),
+                ElementsAre("cuda-agent", "serve", "learner", "--rank", std::to_string(r),
+                            "--world-size", "64", "--coordinator", "tcp://cpu01:5550"));
+    EXPECT_EQ(std::count(p.argv.begin(), p.argv.end(), "--engine"), 48);  // every engine
+    EXPECT_EQ(p.argv[p.argv.size() - 2], "--manifest");
+    EXPECT_EQ(p.argv.back(), "/shared/run.toml");
     EXPECT_EQ(p.env.at("CUDA_VISIBLE_DEVICES"), std::to_string(r % 8));
     EXPECT_EQ(p.env.at("MASTER_ADDR"), "gpu01");
     EXPECT_EQ(p.env.at("MASTER_PORT"), "5560");
@@ -79,7 +85,7 @@ TEST(LaunchPlanTest, Cluster128) {
   ASSERT_EQ(compile.size(), 16u);
   EXPECT_THAT(compile[0]->argv, ElementsAre("cuda-agent", "serve", "compile-worker", "--connect",
                                             "tcp://cpu01:5552", "--manifest", "/shared/run.toml"));
-  EXPECT_EQ(with_role(plan, "rollout").size(), 48u);
+  EXPECT_EQ(with_role(plan, "rollout").size(), 2 * 48u);  // a policy engine and a worker each
 }
 
 TEST(LaunchPlanTest, RenderingIsDeterministic) {
@@ -87,27 +93,38 @@ TEST(LaunchPlanTest, RenderingIsDeterministic) {
   std::string once = render_plan(plan_launch(m, "m.toml"));
   EXPECT_EQ(render_plan(plan_launch(m, "m.toml")), once);
   EXPECT_EQ(std::count(once.begin(), once.end(), '\n'),
-            20 /*headers*/ + 20 /*blank lines*/ + 3 + 16 + 64 + 48 + 16);
+            20 /*headers*/ + 20 /*blank lines*/ + 3 + 16 + 64 + 2 * 48 + 16);
 }
 
 TEST(LaunchPlanTest, SingleMachineRendersExactly) {
   Manifest m = load_example("single-machine.toml");
-  EXPECT_EQ(render_plan(plan_launch(m, "my run.toml")),
-            "# localhost: 1 GPU; roles: coordinator, learner, rollout, compile, bench\n"
-            "  cuda-agent serve coordinator --manifest 'my run.toml'  # coordinator\n"
-            "  cuda-agent serve compile-farm --manifest 'my run.toml'  # compile-farm\n"
-            "  cuda-agent serve bench-pool --manifest 'my run.toml'  # bench-pool\n"
-            "  cuda-agent serve compile-worker --connect tcp://localhost:5552 --manifest "
-            "'my run.toml'  # compile-worker-0\n"
-            "  CUDA_VISIBLE_DEVICES=0 cuda-agent serve bench-worker --gpu 0 --connect "
-            "tcp://localhost:5554 --manifest 'my run.toml'  # bench-worker-gpu0\n"
-            "  CUDA_VISIBLE_DEVICES=0 NCCL_NVLS_ENABLE=0 cuda-agent serve rollout-worker --gpu 0 "
-            "--compile-farm tcp://localhost:5551 --bench-pool tcp://localhost:5553 --shard 0/1 "
-            "--manifest 'my run.toml'  # rollout-worker-gpu0\n"
-            "  CUDA_VISIBLE_DEVICES=0 MASTER_ADDR=localhost MASTER_PORT=5560 NCCL_NVLS_ENABLE=0 "
-            "cuda-agent serve learner --rank 0 --world-size 1 --manifest 'my run.toml'  "
-            "# learner-rank0-gpu0\n"
-            "\n");
+  const std::string run = m.paths.store_dir.parent_path().string();  // examples/runs/local
+  EXPECT_EQ(
+      render_plan(plan_launch(m, "my run.toml")),
+      std::string(
+          "# localhost: 1 GPU; roles: coordinator, learner, rollout, compile, bench\n"
+          "  cuda-agent serve coordinator --manifest 'my run.toml'  # coordinator\n"
+          "  cuda-agent serve compile-farm --manifest 'my run.toml'  # compile-farm\n"
+          "  cuda-agent serve bench-pool --manifest 'my run.toml'  # bench-pool\n"
+          "  cuda-agent serve compile-worker --connect tcp://localhost:5552 --manifest "
+          "'my run.toml'  # compile-worker-0\n"
+          "  CUDA_VISIBLE_DEVICES=0 cuda-agent serve bench-worker --gpu 0 --connect "
+          "tcp://localhost:5554 --manifest 'my run.toml'  # bench-worker-gpu0\n"
+          "  CUDA_VISIBLE_DEVICES=0 NCCL_NVLS_ENABLE=0 cuda-agent serve policy-engine --model ") +
+          run +
+          "/tiny-policy --host 127.0.0.1 --port 5570 --device cuda:0 --dtype bf16 "
+          "--served-model-name policy  # policy-engine-gpu0\n"
+          "  CUDA_VISIBLE_DEVICES=0 NCCL_NVLS_ENABLE=0 cuda-agent serve rollout-worker "
+          "--coordinator tcp://localhost:5550 --compile-farm tcp://localhost:5551 "
+          "--bench-pool tcp://localhost:5553 --policy-endpoint http://127.0.0.1:5570/v1 "
+          "--policy-model policy --gpu 0 --manifest 'my run.toml'  # rollout-worker-gpu0\n"
+          "  CUDA_VISIBLE_DEVICES=0 MASTER_ADDR=localhost MASTER_PORT=5560 NCCL_NVLS_ENABLE=0 "
+          "cuda-agent serve learner --rank 0 --world-size 1 --coordinator "
+          "tcp://localhost:5550 --store " +
+          run + "/store --run local --model " + run + "/tiny-policy --out " + run +
+          "/learner --engine http://127.0.0.1:5570 --manifest 'my run.toml'  "
+          "# learner-rank0-gpu0\n"
+          "\n");
 }
 
 TEST(LaunchPlanTest, TwoNodesLearnerGroupOnNodeB) {
@@ -119,16 +136,46 @@ TEST(LaunchPlanTest, TwoNodesLearnerGroupOnNodeB) {
   EXPECT_EQ(learners[7]->env.at("MASTER_ADDR"), "node-b");
   EXPECT_EQ(learners[7]->argv[6], "8");  // --world-size
   std::vector<const ProcessSpec*> rollout = with_role(plan, "rollout");
-  ASSERT_EQ(rollout.size(), 6u);
-  for (std::size_t i = 0; i < rollout.size(); ++i) {  // one shard each, across both nodes
-    const auto& argv = rollout[i]->argv;
-    EXPECT_EQ(argv[2], "rollout-worker");
-    auto shard = std::find(argv.begin(), argv.end(), "--shard");
-    ASSERT_NE(shard, argv.end());
-    EXPECT_EQ(*(shard + 1), std::to_string(i) + "/6");
+  ASSERT_EQ(rollout.size(), 12u);
+  std::set<std::string> urls;
+  for (std::size_t i = 0; i < rollout.size(); i += 2) {  // an engine, then the worker using it
+    const auto& engine = rollout[i]->argv;
+    const auto& worker = rollout[i + 1]->argv;
+    EXPECT_EQ(engine[2], "policy-engine");
+    EXPECT_EQ(worker[2], "rollout-worker");
+    const std::string port = *(std::find(engine.begin(), engine.end(), "--port") + 1);
+    EXPECT_EQ(port, std::to_string(5550 + 20 + i / 2));
+    const std::string url = *(std::find(worker.begin(), worker.end(), "--policy-endpoint") + 1);
+    EXPECT_EQ(url.substr(url.size() - port.size() - 3), port + "/v1");
+    EXPECT_EQ(*(std::find(engine.begin(), engine.end(), "--host") + 1), "0.0.0.0");
+    urls.insert(url);
   }
+  EXPECT_EQ(urls.size(), 6u);
   EXPECT_EQ(with_role(plan, "compile").size(), 2u);
   EXPECT_EQ(with_role(plan, "bench").back()->env.at("CUDA_VISIBLE_DEVICES"), "7");
+}
+
+TEST(LaunchPlanTest, CpuMachineRunsEveryRoleOnTheCpuWithoutABench) {
+  Expected<Manifest> m = parse_manifest(embedded_cpu_manifest(), "cpu.toml", "/w");
+  ASSERT_TRUE(m.has_value()) << m.error().to_string();
+  std::vector<NodePlan> plan = plan_launch(*m, "/w/runs/local-cpu/manifest.toml");
+  ASSERT_EQ(plan.size(), 1u);
+  std::vector<std::string> names;
+  for (const ProcessSpec& p : plan[0].processes) {
+    names.push_back(p.name);
+    EXPECT_EQ(p.env.count("CUDA_VISIBLE_DEVICES"), 0u) << p.name;
+  }
+  EXPECT_THAT(names, ElementsAre("coordinator", "compile-farm", "compile-worker-0",
+                                 "policy-engine-cpu", "rollout-worker-cpu", "learner-rank0-cpu"));
+  const auto& engine = plan[0].processes[3].argv;
+  EXPECT_EQ(*(std::find(engine.begin(), engine.end(), "--device") + 1), "cpu");
+  EXPECT_EQ(*(std::find(engine.begin(), engine.end(), "--model") + 1),
+            "/w/runs/local-cpu/tiny-policy");
+  const auto& worker = plan[0].processes[4].argv;
+  EXPECT_EQ(std::find(worker.begin(), worker.end(), "--bench-pool"), worker.end());
+  const auto& learner = plan[0].processes[5].argv;
+  EXPECT_EQ(*(std::find(learner.begin(), learner.end(), "--engine") + 1), "http://127.0.0.1:5570");
+  EXPECT_EQ(*(std::find(learner.begin(), learner.end(), "--out") + 1), "/w/runs/local-cpu/learner");
 }
 
 TEST(LaunchPlanTest, GpuListsAreTakenInAscendingOrder) {

@@ -1,0 +1,502 @@
+// `cuda-agent train [MANIFEST] [--set SECTION.KEY=VALUE]... [--fresh] [--until STAGE]` and
+// `cuda-agent train status [--json]`: the main job (issue 24). Train starts every role of the
+// run's launch plan (cluster/launch_plan.h) as children on this machine (cluster/
+// local_processes.h), supervises them (a child that fails is restarted; one that keeps failing
+// stops the run with its log tail), shows progress from the run store, and ends when the
+// coordinator reports the run finished. Without a manifest it runs the embedded single-machine
+// default, or on a machine without a GPU the embedded CPU manifest (examples/
+// single-machine-cpu.toml: a tiny policy, compile-only reward), and says which in its first lines.
+//
+// Resume: the run's directory (the parent of [store] dir) keeps the manifest the run was started
+// with (manifest.toml, normalised). A second `train` resumes the run: the coordinator rebuilds
+// its state from the store and the learner loads its latest checkpoint. A manifest that differs
+// is refused, naming the changed keys, unless --allow-manifest-change. --fresh moves the old run
+// directory aside (nothing is deleted) and starts over.
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "cli/command.h"
+#include "cli/stop_signals.h"
+#include "cluster/launch_plan.h"
+#include "cluster/local_processes.h"
+#include "cluster/manifest.h"
+#include "cluster/manifest_overrides.h"
+#include "core/clock.h"
+#include "core/log.h"
+#include "gpu_bench/device_probe.h"
+#include "storage/run_store.h"
+
+namespace cuda_agent::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+struct TrainArgs {
+  std::string manifest;
+  std::vector<std::string> sets;
+  bool fresh = false;
+  std::string until;
+  bool allow_manifest_change = false;
+};
+
+Error bad(const std::string& code, const std::string& message) {
+  return make_error(ErrorCategory::kInvalidInput, "train." + code, message);
+}
+
+Expected<std::string> read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in)
+    return make_error(ErrorCategory::kNotFound, "train.no_file", "cannot read " + p.string());
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+
+Status write_text_atomically(const fs::path& p, const std::string& text) {
+  const fs::path tmp = p.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    if (!out.flush()) {
+      return make_error(ErrorCategory::kIo, "train.write", "cannot write " + tmp.string());
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, p, ec);
+  if (ec)
+    return make_error(ErrorCategory::kIo, "train.write",
+                      "rename to " + p.string() + ": " + ec.message());
+  return Status::ok();
+}
+
+// What the run is and where it lives, after the manifest is chosen and settled.
+struct RunSetup {
+  Manifest manifest;
+  std::string source;  // "examples/... (embedded ...)" or the file path
+  fs::path run_dir;
+  fs::path manifest_copy;  // run_dir/manifest.toml: what every child reads
+  bool compile_only = false;
+};
+
+bool is_local_host(const std::string& host) {
+  if (host == "localhost" || host == "127.0.0.1" || host == "::1") return true;
+  char name[256] = {};
+  ::gethostname(name, sizeof name - 1);
+  return host == name;
+}
+
+// The stage settings --until STAGE stands for: every stage after it gets 0 steps.
+Expected<std::vector<std::string>> until_settings(const std::string& until) {
+  const std::vector<std::pair<std::string, std::string>> order = {
+      {"single-turn-ppo", "learner.single_turn_steps"},
+      {"agent-warmup", "learner.agent_warmup_steps"},
+      {"agentic-ppo", "learner.agentic_steps"}};
+  std::vector<std::string> sets;
+  bool after = false;
+  for (const auto& [stage, key] : order) {
+    if (after) sets.push_back(key + "=0");
+    if (stage == until) after = true;
+  }
+  if (!after) {
+    return bad("bad_stage",
+               "--until " + until + ": not a stage (single-turn-ppo, agent-warmup or agentic-ppo)");
+  }
+  sets.push_back("learner.stage=\"all\"");
+  return sets;
+}
+
+Expected<RunSetup> settle_run(const TrainArgs& a) {
+  RunSetup r;
+  std::string text;
+  const DeviceList devices = list_devices();
+  if (!a.manifest.empty()) {
+    ASSIGN_OR_RETURN(text, read_text(a.manifest));
+    r.source = a.manifest;
+  } else if (devices.devices.empty()) {
+    text = std::string(embedded_cpu_manifest());
+    r.source =
+        "embedded CPU default (examples/single-machine-cpu.toml; no GPU: " + devices.no_gpu_reason +
+        ")";
+  } else {
+    text = std::string(embedded_default_manifest());
+    r.source = "embedded single-machine default (examples/single-machine.toml)";
+  }
+  std::vector<std::string> sets = a.sets;
+  if (!a.until.empty()) {
+    ASSIGN_OR_RETURN(std::vector<std::string> u, until_settings(a.until));
+    sets.insert(sets.begin(), u.begin(), u.end());
+  }
+  if (!sets.empty()) {
+    ASSIGN_OR_RETURN(text, apply_manifest_settings(text, sets));
+  }
+  const fs::path base =
+      a.manifest.empty() ? fs::current_path() : fs::absolute(a.manifest).parent_path();
+  ASSIGN_OR_RETURN(r.manifest,
+                   parse_manifest(text, a.manifest.empty() ? "<embedded>" : a.manifest, base));
+  const Manifest& m = r.manifest;
+  std::int64_t bench_gpus = 0;
+  for (const NodeSpec& n : m.nodes) {
+    if (!is_local_host(n.host)) {
+      return bad("remote_node",
+                 "node '" + n.host +
+                     "' is not this machine: `cuda-agent train` starts every role "
+                     "here; a run over several machines is started per node from the same manifest "
+                     "(`cuda-agent launch --dry-run " +
+                     a.manifest + "` prints each node's processes)");
+    }
+    if (n.gpus > 0 && static_cast<std::size_t>(n.gpus) > devices.devices.size()) {
+      return bad(
+          "missing_gpus",
+          "node '" + n.host + "' has gpus = " + std::to_string(n.gpus) + " but this machine has " +
+              std::to_string(devices.devices.size()) +
+              (devices.devices.empty() ? " (" + devices.no_gpu_reason + ")" : std::string()) +
+              "; without a manifest, train picks the CPU default");
+    }
+    if (n.has_role("bench")) bench_gpus += static_cast<std::int64_t>(n.bench_gpus.size());
+  }
+  r.compile_only = bench_gpus == 0;
+  r.run_dir = fs::absolute(m.paths.store_dir).parent_path();
+  r.manifest_copy = r.run_dir / "manifest.toml";
+  return r;
+}
+
+// The run directory: created, or checked against the manifest it was started with.
+Status prepare_run_dir(const RunSetup& r, const TrainArgs& a) {
+  const std::string normal = render_manifest(r.manifest);
+  std::error_code ec;
+  if (fs::exists(r.run_dir) && a.fresh) {
+    const fs::path aside = r.run_dir.string() + ".replaced-" + std::to_string(now_unix_ms());
+    fs::rename(r.run_dir, aside, ec);
+    if (ec) {
+      return make_error(ErrorCategory::kIo, "train.fresh",
+                        "moving the old run aside to " + aside.string() + ": " + ec.message());
+    }
+    std::printf("--fresh: the previous run directory is kept as %s\n", aside.c_str());
+  }
+  if (fs::exists(r.manifest_copy)) {
+    ASSIGN_OR_RETURN(std::string stored, read_text(r.manifest_copy));
+    ASSIGN_OR_RETURN(std::vector<std::string> changed, changed_manifest_keys(stored, normal));
+    if (!changed.empty() && !a.allow_manifest_change) {
+      std::string keys;
+      for (const std::string& k : changed) keys += (keys.empty() ? "" : ", ") + k;
+      return bad("manifest_changed",
+                 "the run in " + r.run_dir.string() + " was started with another manifest (" +
+                     r.manifest_copy.string() + "); changed: " + keys +
+                     ". Resume with the same settings, pass --allow-manifest-change to resume "
+                     "with these, or --fresh to start a new run");
+    }
+    if (!changed.empty()) std::printf("resuming with changed settings: %zu keys\n", changed.size());
+  }
+  fs::create_directories(r.run_dir, ec);
+  if (ec) {
+    return make_error(ErrorCategory::kIo, "train.run_dir",
+                      "cannot create " + r.run_dir.string() + ": " + ec.message());
+  }
+  return write_text_atomically(r.manifest_copy, normal);
+}
+
+// The tiny random policy of a run whose [model] path is empty, made once per run.
+Status ensure_initial_model(const RunSetup& r) {
+  const fs::path dir = initial_model_dir(r.manifest);
+  if (fs::exists(dir / "config.json")) return Status::ok();
+  std::printf("making the run's tiny random policy in %s ([model] path is empty)\n", dir.c_str());
+  std::fflush(stdout);
+  LocalProcesses once({.log_dir = (r.run_dir / "logs").string(), .max_restarts = 0});
+  RETURN_IF_ERROR(once.start({.role = "setup",
+                              .name = "model-init",
+                              .argv = {"cuda-agent", "model", "init", "--tiny", dir.string(),
+                                       "--seed", std::to_string(r.manifest.run.seed)}}));
+  const Clock::time_point deadline = Clock::now() + std::chrono::minutes(5);
+  while (Clock::now() < deadline) {
+    for (const ChildEvent& e : once.poll()) {
+      if (e.kind != ChildEventKind::kGivenUp) continue;
+      if (e.exit_code == 0) return Status::ok();
+      return make_error(ErrorCategory::kInternal, "train.model_init",
+                        "making the tiny policy failed (exit " + std::to_string(e.exit_code) +
+                            "):\n" + LocalProcesses::log_tail(e.log_path, 15));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return make_error(ErrorCategory::kTimeout, "train.model_init",
+                    "making the tiny policy took longer than 5 minutes");
+}
+
+// Progress read from the store the coordinator writes (a follower: it never takes the lock).
+struct VersionReward {
+  std::uint64_t episodes = 0;
+  double reward_sum = 0;
+  std::map<int, std::uint64_t> tiers;  // final reward rounded -> episodes
+};
+struct Progress {
+  std::optional<RunRecord> run;
+  std::map<std::uint64_t, VersionReward> by_version;
+  std::vector<CheckpointRecord> checkpoints;
+  std::uint64_t episodes = 0;
+};
+
+Expected<Progress> read_progress(const RunStore& store, const RunId& run) {
+  Progress p;
+  if (auto r = store.get_run(run)) {
+    p.run = *r;
+  } else if (r.error().category != ErrorCategory::kNotFound) {
+    return r.error();
+  }
+  RETURN_IF_ERROR(store.scan_run(run, [&](const EpisodeSummary& s) {
+    VersionReward& v = p.by_version[s.policy_version.value()];
+    v.episodes += 1;
+    v.reward_sum += s.final_reward;
+    v.tiers[static_cast<int>(std::lround(s.final_reward))] += 1;
+    p.episodes += 1;
+    return true;
+  }));
+  if (auto c = store.list_checkpoints(run)) p.checkpoints = std::move(*c);
+  return p;
+}
+
+std::string reward_line(const VersionReward& v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%+.2f", v.episodes ? v.reward_sum / double(v.episodes) : 0.0);
+  return buf;
+}
+
+// The reward curve as text: one row per policy version, a bar from -1 to +3.
+std::string reward_curve(const Progress& p, bool compile_only) {
+  std::string out = std::string("reward by policy version (mean final reward of its episodes") +
+                    (compile_only ? "; compile-only: +1 builds, -1 does not)" : ")") + "\n";
+  for (const auto& [version, v] : p.by_version) {
+    const double mean = v.episodes ? v.reward_sum / double(v.episodes) : 0.0;
+    const int width = static_cast<int>(std::lround((std::clamp(mean, -1.0, 3.0) + 1.0) * 10.0));
+    char head[96];
+    std::snprintf(head, sizeof head, "  v%-4llu %4llu episodes  %s  ",
+                  static_cast<unsigned long long>(version),
+                  static_cast<unsigned long long>(v.episodes), reward_line(v).c_str());
+    out += head + std::string(static_cast<std::size_t>(width), '#') + "\n";
+  }
+  return out;
+}
+
+const char* kCompileOnlyNote =
+    "reward: COMPILE-ONLY (no GPU bench in this run): real nvcc and the source and symbol "
+    "policies decide +1 (builds) or -1; correctness and speed are NOT measured";
+
+int run_train(const TrainArgs& a, StopSignals& signals) {
+  auto setup = settle_run(a);
+  if (!setup) return report(setup.error());
+  RunSetup& r = *setup;
+  const Manifest& m = r.manifest;
+  std::printf("cuda-agent train: run '%s' from the %s\n", m.run.name.c_str(), r.source.c_str());
+  std::printf("%s\n", r.compile_only ? kCompileOnlyNote
+                                     : "reward: full (GPU bench: correctness and timed speed-up)");
+  if (Status s = prepare_run_dir(r, a); !s) return report(s.error());
+  if (Status s = ensure_initial_model(r); !s) return report(s.error());
+  std::printf("run directory %s (logs in logs/, manifest.toml is what every role reads)\n",
+              r.run_dir.c_str());
+  std::fflush(stdout);
+
+  const std::vector<NodePlan> plan = plan_launch(m, r.manifest_copy.string());
+  LocalProcesses children({.log_dir = (r.run_dir / "logs").string()});
+  std::string coordinator_name;
+  for (const NodePlan& node : plan) {
+    for (const ProcessSpec& p : node.processes) {
+      if (Status s = children.start(p); !s) {
+        children.stop_all();
+        return report(s.error());
+      }
+      if (p.role == "coordinator" && p.argv.size() > 2 && p.argv[2] == "coordinator")
+        coordinator_name = p.name;
+      std::printf("  started %-28s %s\n", p.name.c_str(),
+                  (r.run_dir / "logs" / (p.name + ".log")).c_str());
+    }
+  }
+  std::fflush(stdout);
+
+  StoreOptions so = m.store;
+  so.dir = m.paths.store_dir.string();
+  std::unique_ptr<RunStore> store;
+  const RunId run{m.run.name};
+  const Clock::time_point started = Clock::now();
+  std::uint64_t shown_step = ~0ull;
+  std::size_t shown_versions = 0;
+  int exit_code = 0;
+  bool finished = false;
+  const timespec tick{.tv_sec = 0, .tv_nsec = 500'000'000};
+  Clock::time_point next_progress = Clock::now();
+  while (!finished) {
+    const int sig = ::sigtimedwait(&signals.set, nullptr, &tick);
+    if (sig > 0) {
+      std::printf(
+          "signal %d: stopping every role; `cuda-agent train` with the same arguments "
+          "resumes the run\n",
+          sig);
+      exit_code = 130;
+      break;
+    }
+    for (const ChildEvent& e : children.poll()) {
+      if (e.kind == ChildEventKind::kExited && e.exit_code != 0) {
+        std::printf("  %s exited with code %d; restarting it (log %s)\n", e.name.c_str(),
+                    e.exit_code, e.log_path.c_str());
+      } else if (e.kind == ChildEventKind::kGivenUp && e.name == coordinator_name && e.expected) {
+        finished = true;
+      } else if (e.kind == ChildEventKind::kGivenUp && !e.expected) {
+        std::printf("%s keeps failing (exit %d); stopping the run. Its log ends:\n%s",
+                    e.name.c_str(), e.exit_code, LocalProcesses::log_tail(e.log_path, 20).c_str());
+        exit_code = 1;
+        finished = true;
+      } else if (e.kind == ChildEventKind::kGivenUp) {
+        std::printf("  %s finished\n", e.name.c_str());
+      }
+    }
+    if (Clock::now() < next_progress && !finished) continue;
+    next_progress = Clock::now() + std::chrono::seconds(2);
+    if (!store) {
+      auto opened = RunStore::open(so, StoreMode::kSecondary);
+      if (!opened) continue;  // the coordinator has not created it yet
+      store = std::move(*opened);
+    }
+    if (!store->catch_up()) continue;
+    auto p = read_progress(*store, run);
+    if (!p || !p->run) continue;
+    const std::uint64_t step = p->run->coordinator_state ? p->run->policy_version.value() : 0;
+    if (step != shown_step || p->by_version.size() != shown_versions) {
+      shown_step = step;
+      shown_versions = p->by_version.size();
+      const auto secs = std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - started);
+      const auto last = p->by_version.empty() ? VersionReward{} : p->by_version.rbegin()->second;
+      std::printf(
+          "[%4llds] stage %-16s policy v%-3llu episodes %-5llu latest-version reward %s%s, "
+          "checkpoints %zu\n",
+          static_cast<long long>(secs.count()), to_string(p->run->stage).c_str(),
+          static_cast<unsigned long long>(p->run->policy_version.value()),
+          static_cast<unsigned long long>(p->episodes), reward_line(last).c_str(),
+          r.compile_only ? " (compile-only)" : "", p->checkpoints.size());
+      std::fflush(stdout);
+    }
+  }
+  children.stop_all();
+  if (store && store->catch_up()) {
+    if (auto p = read_progress(*store, run); p) {
+      std::printf("\n%s", reward_curve(*p, r.compile_only).c_str());
+      for (const CheckpointRecord& c : p->checkpoints)
+        std::printf("checkpoint step %llu (policy v%llu): %s\n",
+                    static_cast<unsigned long long>(c.step),
+                    static_cast<unsigned long long>(c.policy_version.value()), c.path.c_str());
+    }
+  }
+  const auto secs = std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - started);
+  if (exit_code == 0) {
+    std::printf("run '%s' finished in %lld s; `cuda-agent train status` shows it again%s\n",
+                m.run.name.c_str(), static_cast<long long>(secs.count()),
+                r.compile_only ? " (compile-only reward)" : "");
+  }
+  std::fflush(stdout);
+  return exit_code;
+}
+
+int run_status(const TrainArgs& a, bool json) {
+  auto setup = settle_run(a);
+  if (!setup) return report(setup.error());
+  const RunSetup& r = *setup;
+  StoreOptions so = r.manifest.store;
+  so.dir = r.manifest.paths.store_dir.string();
+  if (!fs::exists(so.dir)) {
+    return report(
+        make_error(ErrorCategory::kNotFound, "train.no_run",
+                   "no run store at " + so.dir + ": start the run with `cuda-agent train`"));
+  }
+  auto store = RunStore::open(so, StoreMode::kReadOnly);
+  if (!store) return report(store.error());
+  const RunId run{r.manifest.run.name};
+  auto p = read_progress(**store, run);
+  if (!p) return report(p.error());
+  if (!p->run) {
+    return report(make_error(ErrorCategory::kNotFound, "train.no_run",
+                             "run '" + run.value() + "' has not recorded a step yet in " + so.dir));
+  }
+  if (json) {
+    std::string out = "{\"run\":\"" + run.value() + "\",\"state\":\"" + p->run->state +
+                      "\",\"stage\":\"" + to_string(p->run->stage) +
+                      "\",\"policy_version\":" + std::to_string(p->run->policy_version.value()) +
+                      ",\"reward\":\"" + (r.compile_only ? "compile-only" : "full") +
+                      "\",\"episodes\":" + std::to_string(p->episodes) + ",\"by_version\":[";
+    bool first = true;
+    for (const auto& [version, v] : p->by_version) {
+      out += std::string(first ? "" : ",") + "{\"version\":" + std::to_string(version) +
+             ",\"episodes\":" + std::to_string(v.episodes) +
+             ",\"mean_reward\":" + std::to_string(v.episodes ? v.reward_sum / v.episodes : 0.0) +
+             ",\"tiers\":{";
+      bool ft = true;
+      for (const auto& [tier, n] : v.tiers) {
+        out += std::string(ft ? "" : ",") + "\"" + std::to_string(tier) + "\":" + std::to_string(n);
+        ft = false;
+      }
+      out += "}}";
+      first = false;
+    }
+    out += "],\"checkpoints\":" + std::to_string(p->checkpoints.size()) + "}\n";
+    std::fputs(out.c_str(), stdout);
+    return 0;
+  }
+  std::printf("run '%s' (%s): %s, stage %s, policy v%llu, %llu episodes, %zu checkpoints\n",
+              run.value().c_str(), r.source.c_str(), p->run->state.c_str(),
+              to_string(p->run->stage).c_str(),
+              static_cast<unsigned long long>(p->run->policy_version.value()),
+              static_cast<unsigned long long>(p->episodes), p->checkpoints.size());
+  if (r.compile_only) std::printf("%s\n", kCompileOnlyNote);
+  std::printf("%s", reward_curve(*p, r.compile_only).c_str());
+  for (const auto& [version, v] : p->by_version) {
+    std::string tiers;
+    for (const auto& [tier, n] : v.tiers)
+      tiers += " " + std::to_string(tier) + ":" + std::to_string(n);
+    std::printf("  v%llu tiers%s\n", static_cast<unsigned long long>(version), tiers.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_train_command(CLI::App& app, CommandResult& result) {
+  auto args = std::make_shared<TrainArgs>();
+  auto* train = app.add_subcommand(
+      "train",
+      "Train: start every role of the run on this machine (coordinator, compile farm, bench, "
+      "policy engines, rollout workers, learner), supervise them, resume an existing run. "
+      "Without MANIFEST: the embedded single-machine default, or without a GPU the CPU default "
+      "(tiny policy, compile-only reward).");
+  auto add_common = [&](CLI::App* cmd) {
+    cmd->add_option("MANIFEST", args->manifest, "run manifest (default: embedded)")
+        ->check(CLI::ExistingFile);
+    cmd->add_option("--set", args->sets, "SECTION.KEY=VALUE on top of the manifest (repeatable)");
+  };
+  add_common(train);
+  train->add_flag("--fresh", args->fresh,
+                  "start a new run; the old run directory is moved aside, not deleted");
+  train->add_option("--until", args->until,
+                    "run the stages up to this one: single-turn-ppo, agent-warmup, agentic-ppo");
+  train->add_flag("--allow-manifest-change", args->allow_manifest_change,
+                  "resume although the manifest differs from the one the run started with");
+  auto* status = train->add_subcommand(
+      "status",
+      "Where the run stands: stage, policy version, reward by version and tier, checkpoints");
+  auto json = std::make_shared<bool>(false);
+  add_common(status);
+  status->add_flag("--json", *json, "one JSON object");
+  status->callback([args, json, &result] { result.exit_code = run_status(*args, *json); });
+  train->callback([args, train, &result] {
+    if (train->got_subcommand("status")) return;
+    StopSignals signals;
+    result.exit_code = run_train(*args, signals);
+  });
+}
+
+}  // namespace cuda_agent::cli
