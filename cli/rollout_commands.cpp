@@ -1,32 +1,45 @@
 // `cuda-agent serve rollout-worker --manifest M`: one rollout worker of a run, the process the
-// launch plan starts per rollout GPU (cluster/launch_plan.h). It takes its share of the run's
-// episodes (the [tasks] train_set, [rollout] episodes_per_task each, every --shard S/N-th one),
-// runs them through the rollout worker (rollout/rollout_worker.h) with the policy backend of
-// [rollout] policy_backend, compiles through the compile farm's broker and evaluates through the
-// bench pool's broker, and counts an episode done only once the run store acknowledged it.
+// launch plan starts per rollout slot (cluster/launch_plan.h). It runs episodes with the policy
+// backend of [rollout] policy_backend (--policy-endpoint / --policy-model override the manifest's
+// endpoint and model), compiles through the compile farm's broker and, with [rollout] reward =
+// "full", evaluates through the bench pool's broker; with reward = "compile-only" (a run without
+// a GPU) it needs no bench pool and the reward is whether the final workspace builds
+// (rollout/compile_only_tools.h).
 //
-// Store: the worker opens the run store ([store] dir, or --store) as its writer, which makes
-// RolloutWorker::all_others_lost() the right recovery rule (attempts a killed worker left in
-// flight are aborted and rerun). Until the coordinator serves the store over the wire, one
-// rollout worker per store is what works: a second one is refused at the store's writer lock.
+// Two ways to get episodes and keep trajectories:
+//  - --coordinator [tcp://HOST:PORT] (what the launch plan starts; without a value, the run's
+//    coordinator, [run] port_base + 0 on the coordinator node): the coordinator owns the run. The
+//    worker asks it for episodes and submits every trajectory to it (rollout/coordinated_rollout.h
+//    over coordinator/coordinator_client.h); an episode counts once the coordinator acknowledged
+//    it after its durable store write. The worker opens no store; the client heartbeats for it.
+//  - without --coordinator: the worker takes its share of the run's episodes itself (the [tasks]
+//    train_set, [rollout] episodes_per_task each, every --shard S/N-th one) and opens the run
+//    store ([store] dir, or --store) as its writer (rollout/rollout_worker.h), which makes
+//    RolloutWorker::all_others_lost() the right recovery rule. One worker per store: a second one
+//    is refused at the store's writer lock. For runs without a coordinator and for tests.
+// In both, an assignment's task is found by id in the train set loaded at start.
 //
 // Brokers: the client endpoints of the compile farm and the bench pool, with the run's CURVE
-// client key when [security] names the key files.
+// client key when [security] names the key files (the coordinator's client uses it too).
 //
 // Stopping: SIGTERM or SIGINT stops taking episodes; episodes in flight are cut at their next
-// policy call and their attempts marked aborted (RolloutWorker's "Stopping" rule), so a restart
-// runs them again. The process exits once every episode thread has returned (a tool call in
-// flight finishes first, bounded by its deadline), or when its share is done.
+// policy call and not kept (store mode: their attempts are marked aborted; coordinator mode: the
+// coordinator reruns them once this worker is lost), so they run again. The process exits once
+// every episode thread has returned (a tool call in flight finishes first, bounded by its
+// deadline), or when its share is done or the coordinator says the run finished.
 //
 // stdout (for people and tests): a start line, "rollout worker ID stopping (signal N)" when a
-// signal arrived, and "rollout worker ID done: ..." with the counts. Exit codes: 0 the share
-// finished or was stopped cleanly; 1 an episode or the store failed; 2 bad input.
+// signal arrived, and "rollout worker ID done: ..." with the counts. Exit codes: 0 the share (or
+// the run) finished or the worker was stopped cleanly; 1 an episode, the store or the coordinator
+// failed; 2 bad input.
 #include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -41,6 +54,9 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "gpu_bench/bench_pool.h"
+#include "rollout/compile_only_tools.h"
+#include "rollout/coordinated_rollout.h"
+#include "rollout/coordinator_work_source.h"
 #include "rollout/farm_tools.h"
 #include "rollout/openai_policy.h"
 #include "rollout/pool_bench.h"
@@ -62,6 +78,11 @@ struct ServeRolloutArgs {
   std::string id;
   std::string shard = "0/1";
   std::int64_t gpu = 0;
+  /// --coordinator was given; `coordinator` is its value (empty: the run's coordinator).
+  bool use_coordinator = false;
+  std::string coordinator;
+  std::string policy_endpoint;
+  std::string policy_model;
 };
 
 Error bad(const std::string& what) {
@@ -122,106 +143,260 @@ struct Counters {
   std::atomic<std::int64_t> acknowledged{0};
 };
 
-int serve_rollout_worker(const ServeRolloutArgs& a, StopSignals& signals) {
-  auto loaded = load_manifest_or_default(a.manifest);
-  if (!loaded) return report(loaded.error());
-  const Manifest& m = *loaded;
-  auto shard = parse_shard(a.shard);
-  if (!shard) return report(shard.error());
+// What every episode of this worker shares: the manifest (with the command line's overrides),
+// the train set by task id, and the brokers' clients.
+struct WorkerSetup {
+  Manifest m;
+  std::vector<Task> tasks;
+  std::map<std::string, const Task*> by_id;
+  PoolClientOptions farm_options;
+  PoolClientOptions pool_options;  ///< unused with compile-only reward
+  std::unique_ptr<CompileClient> compile;
+  std::shared_ptr<BenchClient> bench;  ///< null with compile-only reward
+  FarmBuildSettings build;
+  RunId run;
+  std::string worker_id;
+
+  bool compile_only() const { return m.rollout.reward == "compile-only"; }
+};
+
+Expected<WorkerSetup> set_up(const ServeRolloutArgs& a) {
+  WorkerSetup w;
+  ASSIGN_OR_RETURN(w.m, load_manifest_or_default(a.manifest));
+  if (!a.policy_endpoint.empty()) w.m.rollout.policy_endpoint = a.policy_endpoint;
+  if (!a.policy_model.empty()) w.m.rollout.policy_model = a.policy_model;
+  const Manifest& m = w.m;
   // The policy settings are checked before anything starts.
   if (m.rollout.policy_backend == "replay") {
     if (m.paths.replay_transcripts.empty() || !fs::exists(m.paths.replay_transcripts))
-      return report(bad("[rollout] replay_transcripts: no such file or directory '" +
-                        m.paths.replay_transcripts.string() + "'"));
+      return bad("[rollout] replay_transcripts: no such file or directory '" +
+                 m.paths.replay_transcripts.string() + "'");
   } else if (auto probe = make_policy(m, Task{}); !probe) {
-    return report(probe.error());
+    return probe.error();
   }
+  ASSIGN_OR_RETURN(auto imported, load_tasks(m.paths.train_set.string(), {}, {}));
+  for (const ImportFailure& f : imported.failures)
+    log_warn("train-set task not used", {{"where", f.where}, {"reason", f.reason}});
+  if (imported.tasks.empty())
+    return bad("no usable task in the train set " + m.paths.train_set.string());
+  w.tasks = std::move(imported.tasks);
+  for (const Task& t : w.tasks) w.by_id[t.id.value()] = &t;
 
+  const std::string port_host = "tcp://" + m.coordinator().host + ":";
+  w.farm_options.broker_endpoint =
+      a.compile_farm.empty() ? port_host + std::to_string(m.run.port_base + 1) : a.compile_farm;
+  w.pool_options.broker_endpoint =
+      a.bench_pool.empty() ? port_host + std::to_string(m.run.port_base + 3) : a.bench_pool;
+  ASSIGN_OR_RETURN(auto curve, client_curve(m));  // a secured run: the run's client key only
+  w.farm_options.curve = curve;
+  w.pool_options.curve = curve;
+  ASSIGN_OR_RETURN(w.compile, CompileClient::connect(w.farm_options));
+  if (!w.compile_only()) {
+    ASSIGN_OR_RETURN(auto bench, BenchClient::connect(w.pool_options));
+    w.bench = std::move(bench);
+  }
+  w.build = {.target_arch = m.compile.target_arch,
+             .library_policy = m.compile.library_policy == "pure" ? LibraryPolicy::kPure
+                                                                  : LibraryPolicy::kDefault,
+             .compile_timeout_ms = m.compile.job_wall_ms};
+  w.run = RunId{m.run.name};
+  w.worker_id = a.id.empty() ? default_worker_id(a.gpu) : a.id;
+  return w;
+}
+
+// One attempt at an episode of `task`: a fresh policy (a replay starts over), the tools of the
+// run's reward, the budgets and sampling settings of [rollout].
+Expected<PreparedEpisode> prepare_episode(const WorkerSetup& w, const Task& task) {
+  const RolloutOptions& o = w.m.rollout;
+  ASSIGN_OR_RETURN(std::unique_ptr<PolicyBackend> policy, make_policy(w.m, task));
+  PreparedEpisode p;
+  p.policy = std::move(policy);
+  if (w.compile_only()) {
+    p.tools = std::make_unique<CompileOnlyTools>(*w.compile, w.build);
+  } else {
+    p.tools = std::make_unique<FarmEvaluationTools>(
+        *w.compile, w.build,
+        pool_bench_evaluator(w.bench, {.task_id = task.id.value(), .run_id = w.run}));
+  }
+  p.spec.model_py = task.source;
+  p.spec.policy = p.policy.get();
+  p.spec.tools = p.tools.get();
+  p.spec.budgets = {.max_turns = o.max_turns,
+                    .max_context_tokens = o.max_context_tokens,
+                    .wall_ms = o.episode_wall_ms};
+  p.spec.temperature = o.temperature;
+  p.spec.top_p = o.top_p;
+  p.spec.max_new_tokens_per_turn = o.max_new_tokens_per_turn;
+  return p;
+}
+
+std::string evaluation_text(const WorkerSetup& w) {
+  return w.compile_only() ? "compile-only reward (no bench pool)"
+                          : "bench pool " + w.pool_options.broker_endpoint;
+}
+
+// What a heartbeat line reports.
+struct Beat {
+  std::int64_t in_flight = 0;
+  std::int64_t acknowledged = 0;
+};
+
+// Waits for the loop's thread to set `done`, with a heartbeat line at debug level every [run]
+// heartbeat_interval_ms; the first SIGTERM/SIGINT calls `on_stop(signal)`.
+void wait_for(const WorkerSetup& w, StopSignals& signals, const std::atomic<bool>& done,
+              const std::function<void(int)>& on_stop, const std::function<Beat()>& beat) {
+  const std::int64_t beat_ms = w.m.run.heartbeat_interval_ms;
+  const timespec interval{.tv_sec = beat_ms / 1000, .tv_nsec = (beat_ms % 1000) * 1'000'000};
+  bool stopping = false;
+  for (std::uint64_t sequence = 1; !done; ++sequence) {
+    const int sig = ::sigtimedwait(&signals.set, nullptr, &interval);
+    if (sig > 0 && !stopping) {
+      stopping = true;
+      on_stop(sig);
+    }
+    const Beat b = beat();
+    log_debug("rollout worker heartbeat", {{"worker", w.worker_id},
+                                           {"sequence", std::to_string(sequence)},
+                                           {"in_flight", std::to_string(b.in_flight)},
+                                           {"acknowledged", std::to_string(b.acknowledged)}});
+  }
+}
+
+// Coordinator mode (see the file comment).
+int serve_coordinated(const ServeRolloutArgs& a, WorkerSetup& w, StopSignals& signals) {
+  const Manifest& m = w.m;
+  const std::string endpoint = a.coordinator.empty() ? coordinator_endpoint(m) : a.coordinator;
+  auto curve = client_curve(m);
+  if (!curve) return report(curve.error());
+  auto client = CoordinatorClient::connect(
+      {.endpoint = endpoint,
+       .run = w.run,
+       .member = WorkerId{w.worker_id},
+       .role = MemberRole::kRolloutWorker,
+       .heartbeat_interval = std::chrono::milliseconds(m.run.heartbeat_interval_ms),
+       .curve = *curve});
+  if (!client) return report(client.error());
+  CoordinatorWorkSource source(**client);
+  CoordinatedRollout loop(source,
+                          [&w](const Assignment& as) -> Expected<PreparedEpisode> {
+                            const auto it = w.by_id.find(as.task_id.value());
+                            if (it == w.by_id.end())
+                              return make_error(ErrorCategory::kNotFound, "rollout.task",
+                                                "task '" + as.task_id.value() +
+                                                    "' is not in this worker's train set " +
+                                                    w.m.paths.train_set.string());
+                            return prepare_episode(w, *it->second);
+                          },
+                          {.worker_id = WorkerId{w.worker_id},
+                           .concurrent_episodes = m.rollout.concurrent_episodes,
+                           .generation_slots = m.rollout.generation_slots});
+
+  std::printf(
+      "rollout worker %s: run %s, coordinator %s, %zu train-set tasks, policy %s, compile farm "
+      "%s, %s\n",
+      w.worker_id.c_str(), w.run.value().c_str(), endpoint.c_str(), w.tasks.size(),
+      m.rollout.policy_backend.c_str(), w.farm_options.broker_endpoint.c_str(),
+      evaluation_text(w).c_str());
+  std::fflush(stdout);
+
+  std::atomic<std::int64_t> started{0}, finished{0}, acknowledged{0};
+  CoordinatedHooks hooks{.on_assigned = [&](const Assignment&) { ++started; },
+                         .on_finished =
+                             [&](const AssignmentResult& r) {
+                               ++finished;
+                               acknowledged += r.outcome == AssignmentOutcome::kAcknowledged;
+                               const std::string attempt = std::to_string(r.assignment.attempt);
+                               if (r.error) {
+                                 log_error(*r.error, {{"episode", r.assignment.episode_id.value()},
+                                                      {"attempt", attempt},
+                                                      {"outcome", to_string(r.outcome)}});
+                               } else {
+                                 log_info("episode finished",
+                                          {{"episode", r.assignment.episode_id.value()},
+                                           {"attempt", attempt},
+                                           {"outcome", to_string(r.outcome)},
+                                           {"reward", std::to_string(r.summary.final_reward)}});
+                               }
+                             }};
+  std::atomic<bool> done{false};
+  CoordinatedReport ran;
+  std::thread runner([&] {
+    ran = loop.run(w.run, hooks);
+    done = true;
+  });
+  wait_for(
+      w, signals, done,
+      [&](int sig) {
+        loop.request_stop();
+        std::printf(
+            "rollout worker %s stopping (signal %d): %lld episodes in flight are cut at their "
+            "next policy call\n",
+            w.worker_id.c_str(), sig, static_cast<long long>(started.load() - finished.load()));
+        std::fflush(stdout);
+      },
+      [&] {
+        return Beat{started.load() - finished.load(), acknowledged.load()};
+      });
+  runner.join();
+  if (ran.error) log_error(*ran.error, {{"worker", w.worker_id}});
+  std::printf(
+      "rollout worker %s done: %llu acknowledged, %llu superseded, %llu unknown, %llu failed, "
+      "%llu stopped, %llu not prepared%s\n",
+      w.worker_id.c_str(), static_cast<unsigned long long>(ran.acknowledged),
+      static_cast<unsigned long long>(ran.superseded), static_cast<unsigned long long>(ran.unknown),
+      static_cast<unsigned long long>(ran.failed), static_cast<unsigned long long>(ran.stopped),
+      static_cast<unsigned long long>(ran.not_prepared),
+      ran.run_finished ? "; the run finished"
+      : ran.error      ? "; the coordinator could not be reached"
+                       : "");
+  std::fflush(stdout);
+  return ran.failed > 0 || ran.error ? 1 : 0;
+}
+
+// Store mode (see the file comment).
+int serve_with_store(const ServeRolloutArgs& a, WorkerSetup& w, StopSignals& signals) {
+  const Manifest& m = w.m;
+  auto shard = parse_shard(a.shard);
+  if (!shard) return report(shard.error());
   StoreOptions so = m.store;
   so.dir = a.store.empty() ? m.paths.store_dir.string() : a.store;
   auto store = RunStore::open(so, StoreMode::kWrite);
   if (!store) return report(store.error());
-  auto imported = load_tasks(m.paths.train_set.string(), {}, {});
-  if (!imported) return report(imported.error());
-  for (const ImportFailure& f : imported->failures)
-    log_warn("train-set task not used", {{"where", f.where}, {"reason", f.reason}});
-  if (imported->tasks.empty())
-    return report(bad("no usable task in the train set " + m.paths.train_set.string()));
-  if (auto saved = save_tasks(**store, imported->tasks); !saved) return report(saved.error());
+  if (auto saved = save_tasks(**store, w.tasks); !saved) return report(saved.error());
 
-  const std::string port_host = "tcp://" + m.coordinator().host + ":";
-  PoolClientOptions farm_options{
-      .broker_endpoint = a.compile_farm.empty() ? port_host + std::to_string(m.run.port_base + 1)
-                                                : a.compile_farm};
-  PoolClientOptions pool_options{
-      .broker_endpoint =
-          a.bench_pool.empty() ? port_host + std::to_string(m.run.port_base + 3) : a.bench_pool};
-  auto curve = client_curve(m);  // a secured run: both brokers take only the run's client key
-  if (!curve) return report(curve.error());
-  farm_options.curve = *curve;
-  pool_options.curve = *curve;
-  auto compile = CompileClient::connect(farm_options);
-  if (!compile) return report(compile.error());
-  auto bench_client = BenchClient::connect(pool_options);
-  if (!bench_client) return report(bench_client.error());
-  std::shared_ptr<BenchClient> bench = std::move(*bench_client);
-
-  const RunId run{m.run.name};
   RunStoreRollout rollout_store(**store);
   RolloutWorker worker(rollout_store,
-                       {.worker_id = WorkerId{a.id.empty() ? default_worker_id(a.gpu) : a.id},
+                       {.worker_id = WorkerId{w.worker_id},
                         .concurrent_episodes = m.rollout.concurrent_episodes,
                         .generation_slots = m.rollout.generation_slots,
                         .max_attempts = static_cast<std::uint32_t>(m.rollout.max_attempts)});
-  const std::string me = worker.options().worker_id.value();
+  const std::string& me = w.worker_id;
   // The store's writer lock is ours: whoever left attempts in flight in this run is gone.
-  auto recovered = worker.recover(run, worker.all_others_lost());
+  auto recovered = worker.recover(w.run, worker.all_others_lost());
   if (!recovered) return report(recovered.error());
   for (const EpisodeAttemptRecord& lost : recovered->aborted)
     log_warn("a lost worker left this episode in flight; its attempt is aborted",
              {{"episode", lost.episode_id.value()}, {"attempt", std::to_string(lost.attempt)}});
 
-  const FarmBuildSettings build{.target_arch = m.compile.target_arch,
-                                .library_policy = m.compile.library_policy == "pure"
-                                                      ? LibraryPolicy::kPure
-                                                      : LibraryPolicy::kDefault,
-                                .compile_timeout_ms = m.compile.job_wall_ms};
   const EpisodeStage stage = stage_of(m.learner.stage);
   std::vector<RolloutJob> jobs;
   std::int64_t index = 0;
-  for (const Task& task : imported->tasks) {
+  for (const Task& task : w.tasks) {
     for (std::int64_t k = 0; k < m.rollout.episodes_per_task; ++k, ++index) {
       if (index % shard->count != shard->index) continue;
       jobs.push_back({.episode_id = EpisodeId{task.id.value() + "#" + std::to_string(k)},
                       .task_id = task.id,
                       .stage = stage,
-                      .prepare = [&, t = &task]() -> Expected<PreparedEpisode> {
-                        ASSIGN_OR_RETURN(std::unique_ptr<PolicyBackend> policy, make_policy(m, *t));
-                        PreparedEpisode p;
-                        p.policy = std::move(policy);
-                        p.tools = std::make_unique<FarmEvaluationTools>(
-                            **compile, build,
-                            pool_bench_evaluator(bench, {.task_id = t->id.value(), .run_id = run}));
-                        p.spec.model_py = t->source;
-                        p.spec.policy = p.policy.get();
-                        p.spec.tools = p.tools.get();
-                        p.spec.budgets = {.max_turns = m.rollout.max_turns,
-                                          .max_context_tokens = m.rollout.max_context_tokens,
-                                          .wall_ms = m.rollout.episode_wall_ms};
-                        p.spec.temperature = m.rollout.temperature;
-                        p.spec.top_p = m.rollout.top_p;
-                        p.spec.max_new_tokens_per_turn = m.rollout.max_new_tokens_per_turn;
-                        return p;
-                      }});
+                      .prepare = [&w, t = &task] { return prepare_episode(w, *t); }});
     }
   }
 
   std::printf(
       "rollout worker %s: run %s, %zu episodes (shard %s of %zu tasks x %lld), policy %s, "
-      "compile farm %s, bench pool %s\n",
-      me.c_str(), run.value().c_str(), jobs.size(), a.shard.c_str(), imported->tasks.size(),
+      "compile farm %s, %s\n",
+      me.c_str(), w.run.value().c_str(), jobs.size(), a.shard.c_str(), w.tasks.size(),
       static_cast<long long>(m.rollout.episodes_per_task), m.rollout.policy_backend.c_str(),
-      farm_options.broker_endpoint.c_str(), pool_options.broker_endpoint.c_str());
+      w.farm_options.broker_endpoint.c_str(), evaluation_text(w).c_str());
   std::fflush(stdout);
 
   Counters counters;
@@ -244,30 +419,25 @@ int serve_rollout_worker(const ServeRolloutArgs& a, StopSignals& signals) {
   std::atomic<bool> done{false};
   RolloutReport ran;
   std::thread runner([&] {
-    ran = worker.run(run, jobs, hooks, &stop);
+    ran = worker.run(w.run, jobs, hooks, &stop);
     done = true;
   });
-  // Heartbeat and signals: every [run] heartbeat_interval_ms the worker reports what it holds
-  // (there is no coordinator to send it to yet: a log line at debug level), and a signal stops it.
-  const std::int64_t beat_ms = m.run.heartbeat_interval_ms;
-  const timespec beat{.tv_sec = beat_ms / 1000, .tv_nsec = (beat_ms % 1000) * 1'000'000};
-  for (std::uint64_t sequence = 1; !done; ++sequence) {
-    const int sig = ::sigtimedwait(&signals.set, nullptr, &beat);
-    if (sig > 0 && !stop) {
-      stop = true;
-      std::printf(
-          "rollout worker %s stopping (signal %d): %lld episodes in flight are cut at "
-          "their next policy call\n",
-          me.c_str(), sig,
-          static_cast<long long>(counters.started.load() - counters.finished.load()));
-      std::fflush(stdout);
-    }
-    log_debug("rollout worker heartbeat",
-              {{"worker", me},
-               {"sequence", std::to_string(sequence)},
-               {"in_flight", std::to_string(counters.started - counters.finished)},
-               {"acknowledged", std::to_string(counters.acknowledged.load())}});
-  }
+  // Heartbeat: a log line at debug level (there is no coordinator to send it to in this mode).
+  wait_for(
+      w, signals, done,
+      [&](int sig) {
+        stop = true;
+        std::printf(
+            "rollout worker %s stopping (signal %d): %lld episodes in flight are cut at "
+            "their next policy call\n",
+            me.c_str(), sig,
+            static_cast<long long>(counters.started.load() - counters.finished.load()));
+        std::fflush(stdout);
+      },
+      [&] {
+        return Beat{counters.started.load() - counters.finished.load(),
+                    counters.acknowledged.load()};
+      });
   runner.join();
 
   const auto failed = ran.count(JobOutcome::kFailed) + ran.count(JobOutcome::kSuperseded);
@@ -284,6 +454,15 @@ int serve_rollout_worker(const ServeRolloutArgs& a, StopSignals& signals) {
   return failed > 0 ? 1 : 0;
 }
 
+int serve_rollout_worker(const ServeRolloutArgs& a, StopSignals& signals) {
+  if (a.use_coordinator && !a.store.empty())
+    return report(bad("--coordinator and --store: the coordinator owns the run's store; give one"));
+  auto setup = set_up(a);
+  if (!setup) return report(setup.error());
+  return a.use_coordinator ? serve_coordinated(a, *setup, signals)
+                           : serve_with_store(a, *setup, signals);
+}
+
 }  // namespace
 
 void add_rollout_commands(CLI::App& app, CommandResult& result) {
@@ -292,10 +471,11 @@ void add_rollout_commands(CLI::App& app, CommandResult& result) {
   auto a = std::make_shared<ServeRolloutArgs>();
   CLI::App* worker = serve->add_subcommand(
       "rollout-worker",
-      "One rollout worker of a run: runs its share of the train set's episodes with the "
-      "manifest's policy backend, the compile farm and the bench pool, and keeps every "
-      "trajectory in the run store. SIGTERM stops it; episodes in flight are aborted and rerun "
-      "later.");
+      "One rollout worker of a run: runs episodes with the manifest's policy backend, the "
+      "compile farm and (with [rollout] reward = 'full') the bench pool. With --coordinator it "
+      "asks the run's coordinator for episodes and submits every trajectory to it; without, it "
+      "runs its share of the train set and keeps every trajectory in the run store. SIGTERM "
+      "stops it; episodes in flight are cut and rerun later.");
   worker->add_option("--manifest", a->manifest,
                      "the run's manifest (default: the built-in single-machine one)");
   worker
@@ -311,13 +491,30 @@ void add_rollout_commands(CLI::App& app, CommandResult& result) {
       ->add_option("--bench-pool", a->bench_pool,
                    "the bench pool's client endpoint (default: tcp://COORDINATOR:port_base+3)")
       ->check([](const std::string& s) { return endpoint_problem(s, EndpointUse::kConnect); });
-  worker->add_option("--store", a->store, "run store directory (default: [store] dir)");
+  CLI::Option* coordinator =
+      worker
+          ->add_option("--coordinator", a->coordinator,
+                       "take episodes from the run's coordinator and submit trajectories to it; "
+                       "without a value, tcp://COORDINATOR:port_base")
+          ->expected(0, 1)
+          ->check([](const std::string& s) {
+            return s.empty() ? std::string() : endpoint_problem(s, EndpointUse::kConnect);
+          });
+  worker->add_option("--store", a->store,
+                     "run store directory, without --coordinator (default: [store] dir)");
+  worker->add_option(
+      "--policy-endpoint", a->policy_endpoint,
+      "the policy server's base URL, up to /v1 (default: [rollout] policy_endpoint)");
+  worker->add_option("--policy-model", a->policy_model,
+                     "the model name the policy server serves (default: [rollout] policy_model)");
   worker
       ->add_option("--shard", a->shard,
-                   "S/N: take the train-set episodes whose index is S modulo N")
+                   "S/N, without --coordinator: take the train-set episodes whose index is S "
+                   "modulo N")
       ->capture_default_str();
   worker->add_option("--id", a->id, "worker id (default: <host>-<pid>-gpu<N>-<start ms>)");
-  worker->callback([a, &result] {
+  worker->callback([a, coordinator, &result] {
+    a->use_coordinator = coordinator->count() > 0;
     StopSignals signals;  // first: every thread started below inherits the blocked mask
     result.exit_code = serve_rollout_worker(*a, signals);
   });
