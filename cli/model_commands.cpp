@@ -1,8 +1,11 @@
-// `cuda-agent model ...`: the torch-free text side of the policy model (model/tokenizer.h).
+// `cuda-agent model ...`: the torch-free text side of the policy model (model/tokenizer.h); the
+// torch-linked commands (`model init|generate|logits`, `learn ...`, `serve learner`) exec their
+// sibling binaries.
 #include <nlohmann/json.hpp>
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -12,6 +15,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cluster/launch_plan.h"
 #include "model/tiny_tokenizer.h"
 #include "model/tokenizer.h"
 
@@ -91,6 +95,69 @@ int run_tokenize(const TokenizeArgs& args) {
   }
   std::fflush(stdout);
   return exit_code;
+}
+
+// `serve learner` with --manifest M: the manifest's settings for every flag of `cuda-agent-learn
+// serve` the command line does not give itself (the launch plan gives the run's paths, endpoints
+// and engines explicitly; the [learner] and [model] settings and the CURVE keys come from here).
+Expected<std::vector<std::string>> learner_serve_args(std::vector<std::string> args) {
+  std::string manifest_path;
+  bool has_manifest = false;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--manifest" || args[i].rfind("--manifest=", 0) == 0) {
+      has_manifest = true;
+      if (args[i] == "--manifest") {
+        if (i + 1 >= args.size())
+          return make_error(ErrorCategory::kInvalidInput, "cli.usage",
+                            "serve learner: --manifest needs a file");
+        manifest_path = args[i + 1];
+        args.erase(args.begin() + std::ptrdiff_t(i), args.begin() + std::ptrdiff_t(i) + 2);
+      } else {
+        manifest_path = args[i].substr(std::string("--manifest=").size());
+        args.erase(args.begin() + std::ptrdiff_t(i));
+      }
+      break;
+    }
+  }
+  if (!has_manifest) return args;
+  ASSIGN_OR_RETURN(Manifest m, load_manifest_or_default(manifest_path));
+  auto given = [&](const std::string& flag) {
+    return std::any_of(args.begin(), args.end(), [&](const std::string& a) {
+      return a == flag || a.rfind(flag + "=", 0) == 0;
+    });
+  };
+  std::vector<std::string> out = {"serve"};
+  auto add = [&](const std::string& flag, const std::string& value) {
+    if (!given(flag) && !value.empty()) out.insert(out.end(), {flag, value});
+  };
+  auto num = [](double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.17g", v);
+    return std::string(buf);
+  };
+  add("--store", m.paths.store_dir.string());
+  add("--run", m.run.name);
+  add("--model", initial_model_dir(m).string());
+  // The launch plan's learner directory: beside the store (cluster/launch_plan.cpp).
+  add("--out", (m.paths.store_dir.parent_path() / "learner").string());
+  add("--coordinator", coordinator_endpoint(m));
+  add("--dtype", m.model.dtype);
+  add("--lr", num(m.learner.actor_lr));
+  add("--critic-lr", num(m.learner.critic_lr));
+  add("--clip-low", num(m.learner.clip_low));
+  add("--clip-high", num(m.learner.clip_high));
+  add("--gamma", num(m.learner.gamma));
+  add("--gae-lambda", num(m.learner.gae_lambda));
+  add("--epochs", std::to_string(m.learner.ppo_epochs));
+  add("--micro-batch-tokens", std::to_string(m.learner.micro_batch_tokens));
+  add("--timeout-ms", std::to_string(m.learner.nccl_timeout_ms));
+  add("--heartbeat-ms", std::to_string(m.run.heartbeat_interval_ms));
+  if (m.security.enabled()) {
+    add("--curve-client-key", m.paths.client_secret_key_file.string());
+    add("--curve-server-public-key", m.paths.server_public_key_file.string());
+  }
+  out.insert(out.end(), args.begin(), args.end());
+  return out;
 }
 
 }  // namespace
@@ -190,6 +257,25 @@ void add_learn_commands(CLI::App& app, CommandResult& result) {
       result.exit_code = exec_torch_binary("cuda-agent-learn", args, "learner");
     });
   }
+
+  auto* serve = app.get_subcommand("serve")->add_subcommand(
+      "learner",
+      "The run's learner, driven by the coordinator: runs `cuda-agent-learn serve --store DIR "
+      "--run RUN --model DIR --out DIR --coordinator tcp://HOST:PORT [--engine URL]... [--rank R "
+      "--world-size W]`; with --manifest M, the manifest gives every flag not given ([learner], "
+      "[model] dtype, [security] keys, the store, run and coordinator). See `cuda-agent-learn "
+      "serve --help`");
+  serve->prefix_command();
+  serve->set_help_flag();
+  serve->callback([serve, &result] {
+    Expected<std::vector<std::string>> args = learner_serve_args(serve->remaining());
+    if (!args) {
+      result.exit_code = report(args.error());
+      return;
+    }
+    if (args->empty() || (*args)[0] != "serve") args->insert(args->begin(), "serve");
+    result.exit_code = exec_torch_binary("cuda-agent-learn", *args, "learner");
+  });
 }
 
 }  // namespace cuda_agent::cli

@@ -4,6 +4,17 @@
 //   cuda-agent-learn sft   --store DIR --run RUN --model DIR --out DIR [--steps N] ...
 //   cuda-agent-learn value --store DIR --run RUN --model DIR --out DIR [--critic DIR] ...
 //   cuda-agent-learn ppo   --store DIR --run RUN --model DIR --out DIR [--critic DIR] ...
+//   cuda-agent-learn serve --store DIR --run RUN --model DIR --out DIR
+//                          --coordinator tcp://HOST:PORT [--engine http://HOST:PORT]... [--id ID]
+//
+// serve: the run's learner, driven by the coordinator (learner/learner_service.h): it attaches
+// through the coordinator's gateway (coordinator/coordinator_client.h serve_learner), trains the
+// steps it is sent on the episodes they name, publishes every new version under --out/policy and
+// to each --engine, and writes checkpoints under --out/checkpoints when asked (resuming from the
+// newest one at start). Only rank 0 talks to the coordinator; with --world-size > 1 it hands each
+// request to the other ranks (LearnerLoop). SIGTERM / SIGINT stop it between steps (exit 0). One
+// line per step on stdout. --device defaults to cuda:0 when a GPU is visible, else cpu; without
+// --rendezvous, MASTER_ADDR and MASTER_PORT (as the launch plan sets them) give tcp://ADDR:PORT.
 //
 // Data: sft trains on the run's RFT selection (positive, completed episodes: RunStore::
 // select_rft); value and ppo on every episode of the run (scan_replay). A malformed episode is
@@ -18,20 +29,30 @@
 // --metrics FILE appends them as JSON Lines.
 //
 // Exit codes: 0 done, 1 the job failed, 2 bad input.
+#include <pthread.h>
+#include <unistd.h>
 #include <CLI/CLI.hpp>
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <numeric>
 #include <random>
+#include <thread>
 
+#include "actors/curve_keys.h"
+#include "cli/stop_signals.h"
+#include "coordinator/coordinator_client.h"
 #include "learner/checkpoint.h"
 #include "learner/episode_source.h"
 #include "learner/learner_group.h"
+#include "learner/learner_service.h"
 #include "learner/trainer.h"
 #include "storage/run_store.h"
 
@@ -46,7 +67,7 @@ int report(const Error& e) {
 }
 
 struct LearnArgs {
-  std::string mode;  // sft | value | ppo
+  std::string mode;  // sft | value | ppo | serve
   std::string store, run, model, critic, out, metrics, device = "cpu", dtype, rendezvous;
   std::int64_t steps = 100, batch_episodes = 16, micro_batch_tokens = 32'768;
   std::int64_t checkpoint_every = 20, warmup_steps = 0, epochs = 1, keep_last = 3;
@@ -56,10 +77,16 @@ struct LearnArgs {
   int rank = 0, world_size = 1;
   std::int64_t timeout_ms = 600'000;
   bool shard_optimizer = false;
+  // serve only
+  std::string coordinator, id, curve_client_key, curve_server_public_key;
+  std::vector<std::string> engines;
+  std::int64_t engine_timeout_ms = 300'000, keep_versions = 2, max_sequence_tokens = 0;
+  std::int64_t request_timeout_ms = 30'000, heartbeat_ms = 2'000, idle_tick_ms = 30'000;
 };
 
 Expected<at::Device> parse_device(const std::string& d) {
   if (d == "cpu") return at::Device(at::kCPU);
+  if (d == "auto") return torch::cuda::is_available() ? at::Device("cuda:0") : at::Device(at::kCPU);
   if (d.rfind("cuda", 0) == 0) {
     if (!torch::cuda::is_available())
       return make_error(ErrorCategory::kUnavailable, "learner.no_gpu",
@@ -119,6 +146,37 @@ Expected<std::vector<TrainSequence>> load_data(const LearnArgs& a, std::int64_t 
   return std::move(loaded.sequences);
 }
 
+TrainerOptions trainer_options(const LearnArgs& a) {
+  TrainerOptions to;
+  to.micro_batch_tokens = a.micro_batch_tokens;
+  to.temperature = a.temperature;
+  to.ppo.clip_low = a.clip_low;
+  to.ppo.clip_high = a.clip_high;
+  to.gamma = a.gamma;
+  to.gae_lambda = a.gae_lambda;
+  to.ppo_epochs = a.epochs;
+  to.shard_optimizer = a.shard_optimizer;
+  to.actor_optimizer = {.lr = a.lr,
+                        .weight_decay = a.weight_decay,
+                        .max_grad_norm = a.max_grad_norm,
+                        .warmup_steps = a.warmup_steps};
+  to.critic_optimizer = to.actor_optimizer;
+  to.critic_optimizer.lr = a.mode == "value" ? a.lr : a.critic_lr;
+  to.keep_checkpoints = std::size_t(a.keep_last);
+  to.model_dir = a.model;
+  return to;
+}
+
+Expected<std::unique_ptr<LearnerGroup>> make_group(const LearnArgs& a, at::Device device) {
+  if (a.world_size <= 1) return std::unique_ptr<LearnerGroup>();
+  LearnerGroupOptions go{.rank = a.rank,
+                         .world_size = a.world_size,
+                         .rendezvous = a.rendezvous,
+                         .timeout = std::chrono::milliseconds(a.timeout_ms)};
+  if (device.is_cuda()) go.cuda_device = device.has_index() ? device.index() : 0;
+  return LearnerGroup::create(go);
+}
+
 int run_learn(const LearnArgs& a) {
   auto device = parse_device(a.device);
   if (!device) return report(device.error());
@@ -148,34 +206,11 @@ int run_learn(const LearnArgs& a) {
   auto data = load_data(a, actor->config().vocab_size);
   if (!data) return report(data.error());
 
-  std::unique_ptr<LearnerGroup> group;
-  if (a.world_size > 1) {
-    LearnerGroupOptions go{.rank = a.rank,
-                           .world_size = a.world_size,
-                           .rendezvous = a.rendezvous,
-                           .timeout = std::chrono::milliseconds(a.timeout_ms)};
-    if (device->is_cuda()) go.cuda_device = device->has_index() ? device->index() : 0;
-    auto g = LearnerGroup::create(go);
-    if (!g) return report(g.error());
-    group = std::move(*g);
-  }
+  auto group = make_group(a, *device);
+  if (!group) return report(group.error());
 
-  TrainerOptions to;
-  to.micro_batch_tokens = a.micro_batch_tokens;
-  to.temperature = a.temperature;
-  to.ppo.clip_low = a.clip_low;
-  to.ppo.clip_high = a.clip_high;
-  to.gamma = a.gamma;
-  to.gae_lambda = a.gae_lambda;
-  to.ppo_epochs = a.epochs;
-  to.shard_optimizer = a.shard_optimizer;
-  to.actor_optimizer = {.lr = a.lr,
-                        .weight_decay = a.weight_decay,
-                        .max_grad_norm = a.max_grad_norm,
-                        .warmup_steps = a.warmup_steps};
-  to.critic_optimizer = to.actor_optimizer;
-  to.critic_optimizer.lr = a.mode == "value" ? a.lr : a.critic_lr;
-  auto trainer = Trainer::create(std::move(*actor), std::move(critic), to, group.get());
+  TrainerOptions to = trainer_options(a);
+  auto trainer = Trainer::create(std::move(*actor), std::move(critic), to, group->get());
   if (!trainer) return report(trainer.error());
   Trainer& t = **trainer;
 
@@ -212,38 +247,196 @@ int run_learn(const LearnArgs& a) {
   return 0;
 }
 
+// --- serve ---------------------------------------------------------------------------------------
+
+// The coordinator's requests, handed to the thread that owns the trainer.
+class LoopHandler final : public LearnerHandler {
+ public:
+  explicit LoopHandler(LearnerLoop& loop) : loop_(loop) {}
+  Expected<StepDone> train(const TrainStep& step) override { return loop_.train(step); }
+  Expected<CheckpointDone> checkpoint(const CheckpointRequest& request) override {
+    Expected<CheckpointDone> done = loop_.checkpoint(request);
+    if (done)
+      std::printf("checkpoint step %llu: %s (%llu bytes, %s)\n",
+                  static_cast<unsigned long long>(done->step), done->path.c_str(),
+                  static_cast<unsigned long long>(done->size_bytes), done->checksum.c_str());
+    else
+      std::printf("checkpoint step %llu failed: %s\n",
+                  static_cast<unsigned long long>(request.step), done.error().message.c_str());
+    std::fflush(stdout);
+    return done;
+  }
+
+ private:
+  LearnerLoop& loop_;
+};
+
+std::string default_member_id(int rank) {
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  return std::string(host) + "-" + std::to_string(::getpid()) + "-learner-rank" +
+         std::to_string(rank);
+}
+
+// "step 12 agentic_ppo v12->v13 loss/policy=... reward/mean=... ..." (the figures people read).
+std::string step_line(const TrainStep& step, const StepDone& done) {
+  std::string line = "step " + std::to_string(step.step) + " " + to_string(step.stage) + " v" +
+                     std::to_string(step.version.value()) + "->v" +
+                     std::to_string(done.new_version.value());
+  for (const char* key : {"loss/policy", "loss/rft", "loss/value", "reward/mean",
+                          "explained_variance", "entropy", "episodes/trained", "episodes/refused",
+                          "publish/engines_ok", "publish/engines_failed", "step/seconds"}) {
+    const auto it = done.metrics.find(key);
+    if (it == done.metrics.end()) continue;
+    char buf[64];
+    std::snprintf(buf, sizeof buf, " %s=%.4g", key, it->second);
+    line += buf;
+  }
+  return line;
+}
+
+int run_serve(const LearnArgs& a) {
+  // Before any thread: SIGINT / SIGTERM are taken by the signal thread below.
+  cli::StopSignals signals;
+  auto device = parse_device(a.device);
+  if (!device) return report(device.error());
+  std::optional<CurveClientKeys> curve;
+  if (!a.curve_client_key.empty() || !a.curve_server_public_key.empty()) {
+    if (a.curve_client_key.empty() || a.curve_server_public_key.empty())
+      return report(make_error(ErrorCategory::kInvalidInput, "cli.usage",
+                               "--curve-client-key and --curve-server-public-key go together"));
+    auto client = read_curve_key_file(a.curve_client_key);
+    if (!client) return report(client.error());
+    auto server = read_curve_key_file(a.curve_server_public_key);
+    if (!server) return report(server.error());
+    curve = CurveClientKeys{.server_public_z85 = server->public_z85, .client = *client};
+  }
+  auto group = make_group(a, *device);
+  if (!group) return report(group.error());
+
+  LearnerServiceOptions o;
+  o.store_dir = a.store;
+  o.run = RunId{a.run};
+  o.model_dir = a.model;
+  o.critic_dir = a.critic;
+  o.out_dir = a.out;
+  o.device = device->str();
+  o.dtype = a.dtype;
+  o.trainer = trainer_options(a);
+  o.max_sequence_tokens = a.max_sequence_tokens;
+  o.engine_urls = a.engines;
+  o.engine_timeout = std::chrono::milliseconds(a.engine_timeout_ms);
+  o.keep_policy_versions = std::size_t(a.keep_versions);
+  auto service = LearnerService::create(o, group->get());
+  if (!service) return report(service.error());
+  std::printf("learner rank %d/%d on %s: version %llu (%s), %zu engine(s), coordinator %s\n",
+              a.rank, a.world_size, device->str().c_str(),
+              static_cast<unsigned long long>((*service)->policy_version()),
+              (*service)->resumed() ? ("resumed from " + a.out + "/checkpoints").c_str() : "fresh",
+              a.engines.size(), a.coordinator.c_str());
+  std::fflush(stdout);
+
+  std::atomic<bool> stop{false};
+  std::thread signal_thread([&] {
+    signals.wait();
+    stop = true;
+  });
+  std::ofstream metrics;
+  if (!a.metrics.empty() && a.rank == 0) metrics.open(a.metrics, std::ios::app);
+  LearnerLoop loop(**service, group->get(),
+                   {.idle_tick = std::chrono::milliseconds(std::min<std::int64_t>(
+                        a.idle_tick_ms, std::max<std::int64_t>(1, a.timeout_ms / 4)))});
+  auto on_step = [&](const TrainStep& step, const Expected<StepDone>& done) {
+    if (a.rank != 0) return;
+    if (!done) {
+      std::printf("step %llu failed: %s [%s]\n", static_cast<unsigned long long>(step.step),
+                  done.error().message.c_str(), done.error().code.c_str());
+    } else {
+      std::printf("%s\n", step_line(step, *done).c_str());
+      if (metrics.is_open()) {
+        nlohmann::json j = done->metrics;
+        j["step"] = step.step;
+        j["stage"] = to_string(step.stage);
+        j["version"] = done->new_version.value();
+        metrics << j.dump() << "\n" << std::flush;
+      }
+    }
+    std::fflush(stdout);
+  };
+
+  // Rank 0 answers the coordinator on its own thread; this thread trains (LearnerLoop::run).
+  Status rpc_status = Status::ok();
+  std::thread rpc;
+  LoopHandler handler(loop);
+  if (a.rank == 0) {
+    CoordinatorClientOptions co{.endpoint = a.coordinator,
+                                .run = RunId{a.run},
+                                .member = WorkerId{a.id.empty() ? default_member_id(a.rank) : a.id},
+                                .role = MemberRole::kLearner,
+                                .request_timeout = std::chrono::milliseconds(a.request_timeout_ms),
+                                .heartbeat_interval = std::chrono::milliseconds(a.heartbeat_ms),
+                                .curve = curve};
+    rpc = std::thread([&, co] {
+      rpc_status = serve_learner(co, handler, stop);
+      stop = true;  // bad options: the loop stops too
+    });
+  }
+  Status ran = loop.run(stop, on_step);
+  stop = true;
+  if (rpc.joinable()) rpc.join();
+  ::pthread_kill(signal_thread.native_handle(), SIGTERM);  // wakes its sigwait if no signal came
+  signal_thread.join();
+  if (!rpc_status) return report(rpc_status.error());
+  if (!ran) return report(ran.error());
+  if (a.rank == 0)
+    std::printf("learner stopped at version %llu\n",
+                static_cast<unsigned long long>((*service)->policy_version()));
+  return 0;
+}
+
 }  // namespace
 }  // namespace cuda_agent
 
 int main(int argc, char** argv) {
   using namespace cuda_agent;
   CLI::App app{
-      "cuda-agent-learn: the learner on stored episodes (SFT/RFT, value pretraining, PPO)"};
+      "cuda-agent-learn: the learner on stored episodes (SFT/RFT, value pretraining, PPO), or "
+      "driven by the coordinator (serve)"};
   app.require_subcommand(1);
   LearnArgs a;
-  for (const char* mode : {"sft", "value", "ppo"}) {
+  CLI::Option* device_option = nullptr;
+  for (const char* mode : {"sft", "value", "ppo", "serve"}) {
+    const std::string m = mode;
     auto* sub = app.add_subcommand(
-        mode, std::string(mode) == "sft"     ? "RFT / SFT on the run's positive, completed episodes"
-              : std::string(mode) == "value" ? "value pretraining of the critic on GAE returns"
-                                             : "PPO with a critic (or a reward baseline) on every "
-                                               "episode of the run");
+        mode, m == "sft"     ? "RFT / SFT on the run's positive, completed episodes"
+              : m == "value" ? "value pretraining of the critic on GAE returns"
+              : m == "ppo" ? "PPO with a critic (or a reward baseline) on every episode of the run"
+                           : "the run's learner, driven by the coordinator: trains the steps it "
+                             "is sent and publishes each version to the policy engines");
     sub->add_option("--store", a.store, "run store directory")->required();
     sub->add_option("--run", a.run, "run id in the store")->required();
     sub->add_option("--model", a.model, "actor: Hugging Face model directory")->required();
-    sub->add_option("--out", a.out, "checkpoint directory (resumed when it holds one)")->required();
+    sub->add_option("--out", a.out,
+                    m == "serve" ? "the learner's directory: checkpoints/ (resumed from) and "
+                                   "policy/ (published versions)"
+                                 : "checkpoint directory (resumed when it holds one)")
+        ->required();
     sub->add_option("--critic", a.critic,
                     "critic backbone (+ value_head.safetensors); default: a copy of --model "
                     "with a zero value head");
-    sub->add_option("--steps", a.steps, "total optimizer steps")->check(CLI::PositiveNumber);
-    sub->add_option("--batch-episodes", a.batch_episodes, "sequences per step")
-        ->check(CLI::PositiveNumber);
+    if (m != "serve") {
+      sub->add_option("--steps", a.steps, "total optimizer steps")->check(CLI::PositiveNumber);
+      sub->add_option("--batch-episodes", a.batch_episodes, "sequences per step")
+          ->check(CLI::PositiveNumber);
+      sub->add_option("--checkpoint-every", a.checkpoint_every, "steps between checkpoints")
+          ->check(CLI::PositiveNumber);
+      sub->add_option("--seed", a.seed, "batch order seed");
+    }
     sub->add_option("--micro-batch-tokens", a.micro_batch_tokens, "padded tokens per micro-batch")
-        ->check(CLI::PositiveNumber);
-    sub->add_option("--checkpoint-every", a.checkpoint_every, "steps between checkpoints")
         ->check(CLI::PositiveNumber);
     sub->add_option("--keep-last", a.keep_last, "checkpoints kept")->check(CLI::PositiveNumber);
     sub->add_option("--lr", a.lr, "actor learning rate (the critic's for value)");
-    sub->add_option("--critic-lr", a.critic_lr, "critic learning rate (ppo)");
+    sub->add_option("--critic-lr", a.critic_lr, "critic learning rate (ppo, serve)");
     sub->add_option("--warmup-steps", a.warmup_steps, "linear learning-rate warm-up");
     sub->add_option("--max-grad-norm", a.max_grad_norm, "gradient clipping (<= 0: off)");
     sub->add_option("--weight-decay", a.weight_decay, "AdamW decoupled weight decay");
@@ -253,27 +446,69 @@ int main(int argc, char** argv) {
     sub->add_option("--clip-high", a.clip_high, "PPO clip above 1");
     sub->add_option("--gamma", a.gamma, "GAE discount");
     sub->add_option("--gae-lambda", a.gae_lambda, "GAE lambda");
-    sub->add_option("--seed", a.seed, "batch order seed");
-    sub->add_option("--device", a.device, "cpu, cuda or cuda:N");
+    auto* dev = sub->add_option("--device", a.device,
+                                m == "serve" ? "cpu, cuda, cuda:N or auto (default: auto, cuda:0 "
+                                               "when a GPU is visible)"
+                                             : "cpu, cuda, cuda:N or auto");
+    if (m == "serve") device_option = dev;
     sub->add_option("--dtype", a.dtype, "fp32 | bf16 (default: the checkpoint's)");
     sub->add_option("--metrics", a.metrics, "append one JSON line per step to this file");
     sub->add_option("--rank", a.rank, "this process's rank")->check(CLI::NonNegativeNumber);
     sub->add_option("--world-size", a.world_size, "ranks in the group")->check(CLI::PositiveNumber);
-    sub->add_option("--rendezvous", a.rendezvous, "file:PATH or tcp://HOST:PORT (world > 1)");
+    sub->add_option("--rendezvous", a.rendezvous,
+                    "file:PATH or tcp://HOST:PORT (world > 1; default: tcp://$MASTER_ADDR:"
+                    "$MASTER_PORT when both are set)");
     sub->add_option("--timeout-ms", a.timeout_ms, "deadline of every collective")
         ->check(CLI::PositiveNumber);
     sub->add_flag("--shard-optimizer", a.shard_optimizer, "shard optimizer state across ranks");
+    if (m == "serve") {
+      sub->add_option("--coordinator", a.coordinator, "the coordinator's gateway, tcp://HOST:PORT")
+          ->required();
+      sub->add_option("--engine", a.engines,
+                      "a policy engine to publish each version to, http://HOST:PORT (repeat "
+                      "for several)");
+      sub->add_option("--id", a.id, "this learner's member id (default: host-pid-learner-rankR)");
+      sub->add_option("--engine-timeout-ms", a.engine_timeout_ms,
+                      "deadline of one engine's weight load")
+          ->check(CLI::PositiveNumber);
+      sub->add_option("--keep-versions", a.keep_versions, "published versions kept under policy/")
+          ->check(CLI::PositiveNumber);
+      sub->add_option("--max-sequence-tokens", a.max_sequence_tokens,
+                      "longest episode trained on (longer ones are refused); 0: no limit");
+      sub->add_option("--request-timeout-ms", a.request_timeout_ms,
+                      "deadline of one request to the coordinator")
+          ->check(CLI::PositiveNumber);
+      sub->add_option("--heartbeat-ms", a.heartbeat_ms, "between two heartbeats to the coordinator")
+          ->check(CLI::PositiveNumber);
+      sub->add_option("--idle-tick-ms", a.idle_tick_ms,
+                      "rank 0 keeps idle ranks inside the collective deadline this often "
+                      "(at most --timeout-ms / 4)")
+          ->check(CLI::PositiveNumber);
+      sub->add_option("--curve-client-key", a.curve_client_key,
+                      "CURVE: this client's secret key file ([security] client_secret_key_file)");
+      sub->add_option("--curve-server-public-key", a.curve_server_public_key,
+                      "CURVE: the coordinator's public key file");
+    }
     sub->callback([&a, mode] { a.mode = mode; });
   }
   CLI11_PARSE(app, argc, argv);
+  if (a.mode == "serve" && device_option != nullptr && device_option->count() == 0)
+    a.device = "auto";
+  if (a.world_size > 1 && a.rendezvous.empty()) {
+    const char* addr = std::getenv("MASTER_ADDR");
+    const char* port = std::getenv("MASTER_PORT");
+    if (addr != nullptr && port != nullptr && *addr != '\0' && *port != '\0')
+      a.rendezvous = std::string("tcp://") + addr + ":" + port;
+  }
   if (a.world_size > 1 && a.rendezvous.empty()) {
     return report(make_error(ErrorCategory::kInvalidInput, "cli.usage",
-                             "--world-size > 1 needs --rendezvous file:PATH or tcp://HOST:PORT"));
+                             "--world-size > 1 needs --rendezvous file:PATH or tcp://HOST:PORT "
+                             "(or MASTER_ADDR and MASTER_PORT)"));
   }
   if (a.rank >= a.world_size) {
     return report(make_error(ErrorCategory::kInvalidInput, "cli.usage",
                              "--rank " + std::to_string(a.rank) + " is not below --world-size " +
                                  std::to_string(a.world_size)));
   }
-  return run_learn(a);
+  return a.mode == "serve" ? run_serve(a) : run_learn(a);
 }
