@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -15,9 +16,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
+#include <memory>
 #include <mutex>
 
+#include "core/log.h"
 #include "core/unique_fd.h"
 
 namespace cuda_agent {
@@ -95,12 +99,156 @@ void cloexec_from(int status_fd, int first) {
   }
 }
 
+// The group guard: what kills a sandboxed process group when the process that started it dies
+// without cleaning up (SIGKILL, a crash, the OOM killer). The parent-death signal set in the child
+// only reaches the program itself; nvcc's own children (cicc, ptxas, the host compiler) have no
+// such signal and would run on, orphaned, using the CPU the retry of the job needs. So each
+// process that starts sandboxed children also starts one guard: a forked copy of itself, alone in
+// its own process group, that knows every live sandboxed group and holds one end of a socket pair
+// whose other end only the parent holds (close-on-exec). When the parent dies the kernel closes
+// that end, the guard reads end-of-file, kills every group it knows with SIGKILL and exits.
+//
+// A child registers its own group before it executes the program (so no process of the group can
+// exist unregistered) and the parent unregisters it once the group is gone. Messages are
+// fixed-size datagrams (SOCK_SEQPACKET): several processes may send at once without interleaving.
+// No cgroup is used: the workers usually run in containers without a delegated cgroup, and a
+// process group is what the wall-deadline kill already relies on (a program that calls setsid or
+// setpgid leaves both; the compilers do not).
+struct GuardMessage {
+  std::int32_t op;  // kGuardAdd or kGuardRemove
+  std::int32_t pgid;
+};
+constexpr std::int32_t kGuardAdd = 1, kGuardRemove = 2;
+constexpr int kGuardMaxGroups = 8192;
+
+// The guard's whole life, in the forked child: async-signal-safe calls only, no allocation.
+[[noreturn]] void guard_main(int fd) {
+  ::setpgid(0, 0);  // out of the parent's group: a terminal's ^C or a group kill is not for us
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGUSR1, SIGUSR2})
+    ::sigaction(sig, &ignore, nullptr);
+  sigset_t none;
+  ::sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  // Only our end of the socket stays open: the parent's end (or any other pipe or socket of the
+  // parent) held here would keep its reader from ever seeing end-of-file.
+  for (int other = 0; other < fd; ++other) ::close(other);
+#ifdef SYS_close_range
+  if (::syscall(SYS_close_range, static_cast<unsigned>(fd) + 1, ~0u, 0u) != 0)
+#endif
+  {
+    struct rlimit rl {};
+    const int end = ::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
+                        ? static_cast<int>(rl.rlim_cur)
+                        : 1 << 20;
+    for (int other = fd + 1; other < end; ++other) ::close(other);
+  }
+  ::prctl(PR_SET_NAME, "sandbox-guard", 0, 0, 0);
+  pid_t groups[kGuardMaxGroups];
+  int n = 0;
+  while (true) {
+    GuardMessage m{};
+    const ssize_t got = ::recv(fd, &m, sizeof m, 0);
+    if (got < 0 && errno == EINTR) continue;
+    if (got != static_cast<ssize_t>(sizeof m)) break;  // end-of-file: the parent is gone
+    if (m.op == kGuardAdd && m.pgid > 1 && n < kGuardMaxGroups) {
+      groups[n++] = m.pgid;
+    } else if (m.op == kGuardRemove) {
+      for (int i = 0; i < n; ++i)
+        if (groups[i] == m.pgid) {
+          groups[i] = groups[--n];
+          break;
+        }
+    }
+  }
+  for (int i = 0; i < n; ++i) ::kill(-groups[i], SIGKILL);
+  ::_exit(0);
+}
+
+class GroupGuard {
+ public:
+  // Never destroyed: sandboxed children may still run while static destructors do.
+  static GroupGuard& instance() {
+    static GroupGuard* guard = new GroupGuard;
+    return *guard;
+  }
+
+  /// The parent's end of the socket, starting the guard first if none runs (or the last one
+  /// died). Null when it cannot be started: the children then run unguarded (logged once). The
+  /// caller keeps the pointer until its child has forked, so the descriptor number stays valid.
+  std::shared_ptr<UniqueFd> socket() {
+    std::lock_guard lock(mu_);
+    if (sock_ && alive_locked()) return sock_;
+    sock_.reset();
+    if (pid_ > 0) ::waitpid(pid_, nullptr, WNOHANG);  // the dead guard's zombie
+    pidfd_.reset();
+    int sv[2];
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) return fail(errno);
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+      const int err = errno;
+      ::close(sv[0]);
+      ::close(sv[1]);
+      return fail(err);
+    }
+    if (pid == 0) guard_main(sv[1]);
+    ::close(sv[1]);
+    pid_ = pid;
+    pidfd_ = UniqueFd(pidfd_open(pid));
+    sock_ = std::make_shared<UniqueFd>(sv[0]);
+    return sock_;
+  }
+
+  /// The group `pgid` is gone: the guard forgets it (so a later pid reuse is never killed).
+  void forget(pid_t pgid) {
+    std::shared_ptr<UniqueFd> sock;
+    {
+      std::lock_guard lock(mu_);
+      sock = sock_;
+    }
+    if (!sock) return;
+    const GuardMessage m{kGuardRemove, static_cast<std::int32_t>(pgid)};
+    (void)::send(sock->fd, &m, sizeof m, MSG_NOSIGNAL);
+  }
+
+ private:
+  // Through a pidfd where the kernel has one: waitpid could not tell a live guard from one some
+  // other code of this process reaped (waitpid(-1), SIGCHLD ignored).
+  bool alive_locked() const {
+    if (pidfd_.fd >= 0) {
+      pollfd exited{pidfd_.fd, POLLIN, 0};
+      return ::poll(&exited, 1, 0) == 0;
+    }
+    return ::kill(pid_, 0) == 0;
+  }
+
+  std::shared_ptr<UniqueFd> fail(int err) {
+    if (!warned_)
+      log_warn(
+          "sandbox: cannot start the group guard; a sandboxed program's children may outlive "
+          "this process if it is killed",
+          {{"error", std::strerror(err)}});
+    warned_ = true;
+    return nullptr;
+  }
+
+  std::mutex mu_;
+  std::shared_ptr<UniqueFd> sock_;
+  pid_t pid_ = -1;
+  UniqueFd pidfd_;
+  bool warned_ = false;
+};
+
 // Forks the confined child (see sandbox.h): stdin from `stdin_fd`, stdout and stderr to
 // `out_fd`, `extra_fd` (when >= 0) as its fd 3. Returns the pid; `status_r` receives the
-// failure report of a step that failed before exec. Nothing is allocated after fork.
+// failure report of a step that failed before exec. The child registers its process group with
+// the group guard first thing (GroupGuard). Nothing is allocated after fork.
 Expected<pid_t> fork_confined(const SandboxSpec& spec, bool isolate, char* const* argv,
                               char* const* envp, int stdin_fd, int out_fd, int extra_fd,
                               Fd& status_r) {
+  const std::shared_ptr<UniqueFd> guard = GroupGuard::instance().socket();
+  const int guard_fd = guard ? guard->fd : -1;
   int status_pipe[2];
   if (::pipe2(status_pipe, O_CLOEXEC) != 0) return spawn_error("pipe", errno);
   status_r = Fd(status_pipe[0]);
@@ -111,6 +259,10 @@ Expected<pid_t> fork_confined(const SandboxSpec& spec, bool isolate, char* const
   if (pid == 0) {
     const int sfd = status_w.fd;
     ::setpgid(0, 0);
+    if (guard_fd >= 0) {
+      const GuardMessage add{kGuardAdd, static_cast<std::int32_t>(::getpid())};
+      (void)::send(guard_fd, &add, sizeof add, MSG_NOSIGNAL);
+    }
     if (::dup2(stdin_fd, 0) < 0 || ::dup2(out_fd, 1) < 0 || ::dup2(out_fd, 2) < 0)
       child_fail(sfd, kStepDup);
     if (extra_fd >= 0 && ::dup2(extra_fd, 3) < 0) child_fail(sfd, kStepDup);  // dup2 clears CLOEXEC
@@ -290,6 +442,7 @@ Expected<SandboxResult> run_sandboxed(const SandboxSpec& spec) {
   }
   reap(0);
   kill_group();
+  GroupGuard::instance().forget(pid);
   result.wall_seconds = std::chrono::duration<double>(Clock::now() - started).count();
   result.cpu_seconds = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
                        1e-6 * static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
@@ -415,6 +568,7 @@ SandboxResult SandboxedProcess::stop() {
     reaped_ = true;
   }
   ::kill(-pid_, SIGKILL);  // anything of the group still there
+  GroupGuard::instance().forget(pid_);
   result.output = read_output(1 << 20);
   result.wall_seconds = std::chrono::duration<double>(Clock::now() - started_).count();
   if (WIFEXITED(wait_status_)) {

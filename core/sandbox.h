@@ -9,6 +9,10 @@
 // What the child gets (set between fork and exec, async-signal-safe calls only):
 //  - its own process group, killed as a whole (SIGKILL) at the wall deadline, when its output
 //    passes output_bytes (a diagnostic flood), and after the main process exits (no stragglers);
+//  - the group dies with the calling process: the program itself through a parent-death signal,
+//    the rest of its group (nvcc's cicc, ptxas, cc1plus) through this process's group guard, a
+//    helper process (named sandbox-guard, started at the first spawn) that kills every group still
+//    registered with it the moment this process dies, however it dies (SIGKILL included);
 //  - rlimits: CPU seconds, address space, largest file written, no core dumps, open files;
 //  - stdout and stderr merged into one pipe the parent reads (the output), stdin from `stdin_data`;
 //  - the environment exactly as given (nothing inherited), the working directory `work_dir`;
@@ -16,7 +20,7 @@
 //    this process create one (root, or unprivileged user namespaces); network_isolated says
 //    whether it took;
 //  - when `run_as` is set (the caller is root): supplementary groups dropped, then gid and uid
-//    switched, no_new_privs set; a parent-death signal so it dies with its parent.
+//    switched, no_new_privs set.
 //
 // Threading: run_sandboxed may be called from many threads at once; each call blocks its thread
 // until the child and its group are gone (the wall deadline bounds that).

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -13,6 +14,7 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 namespace cuda_agent {
 namespace {
@@ -194,6 +196,63 @@ TEST(SandboxedProcess, ReportsAFailedExec) {
   auto p = SandboxedProcess::start(spec, -1);
   ASSERT_FALSE(p);
   EXPECT_EQ(p.error().code, "sandbox.spawn");
+}
+
+// The helper process of Sandbox.TheWholeGroupDiesWithTheProcessThatStartedIt (this binary run
+// again with CA_SANDBOX_GUARD_HELPER=<file>): a sandboxed shell leaves two background sleeps in
+// its group, as nvcc leaves cicc and ptxas, writes its group id to <file> and waits; the test
+// SIGKILLs this process meanwhile.
+TEST(SandboxGroupGuardHelper, StartsAGroupAndWaits) {
+  const char* file = std::getenv("CA_SANDBOX_GUARD_HELPER");
+  if (file == nullptr) GTEST_SKIP() << "only run by Sandbox.TheWholeGroupDiesWith...";
+  auto spec = shell(std::string("sleep 120 & sleep 120 & echo $$ > ") + file + ".tmp && mv " +
+                    file + ".tmp " + file + " && wait");
+  spec.limits.wall_ms = 60'000;  // if the test never kills us
+  (void)run_sandboxed(spec);
+}
+
+// Issue 27 item 5: a compile worker killed outright must not leave nvcc's children running. The
+// parent-death signal only reaches the group's first process; the group guard kills the rest.
+TEST(Sandbox, TheWholeGroupDiesWithTheProcessThatStartedIt) {
+  namespace fs = std::filesystem;
+  const fs::path file = fs::temp_directory_path() / ("ca_guard_" + std::to_string(::getpid()));
+  fs::remove(file);
+  // Everything exec needs is built before fork (this process may have threads).
+  std::vector<std::string> env_strings = {"CA_SANDBOX_GUARD_HELPER=" + file.string()};
+  for (char** e = environ; *e != nullptr; ++e) env_strings.emplace_back(*e);
+  std::vector<char*> envp;
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::string self = fs::read_symlink("/proc/self/exe").string();
+  std::string filter = "--gtest_filter=SandboxGroupGuardHelper.*";
+  char* argv[] = {self.data(), filter.data(), nullptr};
+  const pid_t helper = ::fork();
+  ASSERT_GE(helper, 0);
+  if (helper == 0) {
+    ::execve(argv[0], argv, envp.data());
+    ::_exit(127);
+  }
+  // The helper's shell reports its group once both sleeps run (bounded wait).
+  pid_t group = 0;
+  const auto started_by = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < started_by) {
+    std::ifstream in(file);
+    if (in >> group && group > 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_GT(group, 0) << "the helper did not start its sandboxed group";
+  EXPECT_EQ(live_members_of_group(group), 3) << "the shell and its two sleeps";
+
+  ASSERT_EQ(::kill(helper, SIGKILL), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(helper, &status, 0), helper);
+  const auto gone_by = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (live_members_of_group(group) > 0 && std::chrono::steady_clock::now() < gone_by)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(live_members_of_group(group), 0)
+      << "processes of the killed helper's sandboxed group outlived it by 2 s";
+  ::kill(-group, SIGKILL);  // whatever the failure left behind
+  fs::remove(file);
 }
 
 }  // namespace
