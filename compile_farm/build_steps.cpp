@@ -1,11 +1,14 @@
 #include "compile_farm/build_steps.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 
 #include "compile_farm/compiler_output.h"
@@ -22,7 +25,9 @@ namespace {
 // compile_object or link_artifact.
 //   2: -ffunction-sections, and the link exports only the launchers (version script) and drops
 //      what they cannot reach (--gc-sections); see link_artifact.
-constexpr std::string_view kBuildRecipe = "recipe 2";
+//   3: reproducible objects: PWD=/proc/self/cwd, sources dated at the epoch, tmpxft names
+//      normalised (make_reproducible).
+constexpr std::string_view kBuildRecipe = "recipe 3";
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
@@ -47,8 +52,13 @@ std::string find_on_path(const std::string& name) {
   return "";
 }
 
+// PWD=/proc/self/cwd: the device compiler (cicc, LLVM) and gcc take the working directory they
+// write into the object (the -lineinfo line tables' directory) from $PWD when it names the working
+// directory, and /proc/self/cwd always does. The job directory's own path (worker pid, job number)
+// stays out of the artifact, so the same solution gives the same bytes in every job and worker.
 std::vector<std::string> environment(const Toolchain& tc, const std::string& dir) {
-  return {"PATH=" + tc.path_env, "HOME=" + dir, "TMPDIR=" + dir + "/tmp", "LANG=C", "LC_ALL=C"};
+  return {"PATH=" + tc.path_env, "HOME=" + dir, "TMPDIR=" + dir + "/tmp", "LANG=C", "LC_ALL=C",
+          "PWD=/proc/self/cwd"};
 }
 
 Error tool_failure(std::string code, const std::string& what, const std::string& detail) {
@@ -180,9 +190,60 @@ Status prepare_job_dir(const JobContext& job, const std::vector<SourceFile>& fil
     if (f.path == "model_new.py") continue;  // the bench's input, not the compiler's
     std::string p = job.dir + "/" + f.path;
     RETURN_IF_ERROR(write_file(p, f.content, 0600));
+    // Every source's modification time is the epoch: -lineinfo's line tables record it, and the
+    // time a job happened to write the file must not make its artifact differ from another job's.
+    const timespec epoch[2] = {{0, 0}, {0, 0}};
+    if (::utimensat(AT_FDCWD, p.c_str(), epoch, AT_SYMLINK_NOFOLLOW) != 0)
+      return make_error(ErrorCategory::kIo, "compile.io",
+                        "cannot set the time of '" + p + "': " + std::strerror(errno));
     RETURN_IF_ERROR(chown_for_job(job, p));
   }
   return Status();
+}
+
+std::size_t make_reproducible(std::string& object) {
+  static constexpr std::string_view kPrefix = "tmpxft_";
+  auto hex = [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); };
+  std::size_t replaced = 0;
+  for (std::size_t at = object.find(kPrefix); at != std::string::npos;
+       at = object.find(kPrefix, at + 1)) {
+    const std::size_t digits = at + kPrefix.size();
+    if (digits + 9 > object.size() || object[digits + 8] != '_') continue;
+    if (!std::all_of(object.begin() + digits, object.begin() + digits + 8, hex)) continue;
+    if (object.compare(digits, 8, "00000000") == 0) continue;
+    std::fill(object.begin() + digits, object.begin() + digits + 8, '0');
+    ++replaced;
+  }
+  return replaced;
+}
+
+std::string build_identity(const Toolchain& toolchain, const std::vector<std::string>& include_dirs,
+                           const std::vector<std::string>& library_dirs) {
+  ContentHasher h;
+  h.add("build-identity-v1").add(toolchain.id).add(include_dirs.size());
+  for (const std::string& d : include_dirs) h.add(d);
+  h.add(library_dirs.size());
+  for (const std::string& d : library_dirs) h.add(d);
+  return h.hex();
+}
+
+std::string job_cache_key(const CompileRequest& request, std::string_view build_identity) {
+  ContentHasher key;
+  key.add("job-v2")
+      .add(build_identity)
+      .add(request.target_arch)
+      .add(static_cast<std::uint64_t>(request.library_policy))
+      .add(request.extra_flags.size());
+  for (const std::string& f : request.extra_flags) key.add(f);
+  std::vector<const SourceFile*> sorted;
+  for (const SourceFile& f : request.files)
+    if (f.path != "model_new.py") sorted.push_back(&f);
+  std::sort(sorted.begin(), sorted.end(), [](const SourceFile* a, const SourceFile* b) {
+    return a->path != b->path ? a->path < b->path : a->content < b->content;
+  });
+  key.add(sorted.size());
+  for (const SourceFile* f : sorted) key.add(f->path).add(f->content);
+  return key.hex();
 }
 
 std::string object_path(const std::string& source_path) {
@@ -211,6 +272,9 @@ Expected<ObjectBuild> compile_object(const JobContext& job, const std::string& s
   out.output = std::move(r.output);
   ASSIGN_OR_RETURN(out.object, read_regular_file(job.dir + "/" + object_path(source_path),
                                                  job.limits.file_bytes));
+  // The linker reads the object from the job directory: it must get the normalised bytes too.
+  if (make_reproducible(out.object) > 0)
+    RETURN_IF_ERROR(write_file(job.dir + "/" + object_path(source_path), out.object, 0644));
   return out;
 }
 

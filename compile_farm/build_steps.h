@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "compile_farm/symbol_policy.h"
@@ -52,6 +53,27 @@ struct JobContext {
 /// Creates the job directory (0700, owned by the job's uid) with the solution's kernels/ files,
 /// obj/ and tmp/.
 Status prepare_job_dir(const JobContext& job, const std::vector<SourceFile>& files);
+
+/// Makes an object nvcc wrote independent of the nvcc process that wrote it: nvcc names its
+/// intermediate files tmpxft_<pid, 8 hex digits>_<counter>-..., and the host compiler writes that
+/// name into the object (the file symbol, the names of static-initialiser functions). Every
+/// "tmpxft_XXXXXXXX_" with eight lower-case hex digits becomes "tmpxft_00000000_", in place (the
+/// length, so every ELF offset, is unchanged). Returns how many were replaced. A solution's own
+/// string literal of exactly that shape would be rewritten as well; nothing else is touched.
+std::size_t make_reproducible(std::string& object);
+
+/// What a build depends on besides the request: the toolchain (Toolchain::id: nvcc and host
+/// compiler versions, the build recipe) and the service's extra -I and -L directories. Part of
+/// every cache key.
+std::string build_identity(const Toolchain& toolchain, const std::vector<std::string>& include_dirs,
+                           const std::vector<std::string>& library_dirs);
+
+/// The whole-job cache key: hashes the normalised inputs, i.e. every file the compiler sees
+/// (path and bytes, in path order, so the order of request.files does not matter; model_new.py,
+/// the bench's input, left out), the target arch, the library policy, the extra flags in their
+/// order, and build_identity. Everything that changes the artifact is in it: a request with the
+/// same key is answered from the cache without starting nvcc.
+std::string job_cache_key(const CompileRequest& request, std::string_view build_identity);
 
 /// "obj/<path with / as _>.o" for a source path.
 std::string object_path(const std::string& source_path);

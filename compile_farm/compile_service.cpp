@@ -91,6 +91,7 @@ class CompileService::Impl {
  public:
   CompileServiceOptions options;
   Toolchain toolchain;
+  std::string identity;  // build_identity(): toolchain and extra directories, in every cache key
   std::string sandbox_text;
   std::unique_ptr<FileCache> objects, jobs;
   std::unique_ptr<Tokens> tokens;
@@ -131,6 +132,11 @@ std::string default_work_root() {
 
 }  // namespace
 
+std::string default_compile_cache_dir() {
+  const char* home = std::getenv("HOME");
+  return std::string(home && *home ? home : "/tmp") + "/.cache/cuda-agent/compile";
+}
+
 CompileService::CompileService(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 CompileService::~CompileService() {
   std::error_code ec;
@@ -158,6 +164,7 @@ Expected<std::unique_ptr<CompileService>> CompileService::create(CompileServiceO
   const bool root = ::geteuid() == 0;
   if (!root) options.run_as_base = -1;
   ASSIGN_OR_RETURN(impl->toolchain, probe_toolchain(options.cuda_home, options.work_root));
+  impl->identity = build_identity(impl->toolchain, options.include_dirs, options.library_dirs);
   std::int64_t budget = options.use_cache ? options.compile.cache_bytes : 0;
   ASSIGN_OR_RETURN(impl->objects, FileCache::open(options.cache_dir + "/objects", budget * 3 / 4));
   ASSIGN_OR_RETURN(impl->jobs, FileCache::open(options.cache_dir + "/jobs", budget / 4));
@@ -234,19 +241,8 @@ Expected<CompileResult> CompileService::Impl::compile(const CompileRequest& requ
   for (const Finding& f : findings) warnings.push_back(f.to_string());
   ASSIGN_OR_RETURN(std::vector<LauncherPrototype> launchers, parse_launchers(request.files));
 
-  ContentHasher key;
-  key.add("job-v1")
-      .add(toolchain.id)
-      .add(request.target_arch)
-      .add(static_cast<std::uint64_t>(request.library_policy));
-  for (const std::string& f : request.extra_flags) key.add(f);
-  std::vector<const SourceFile*> sorted;
-  for (const SourceFile& f : request.files) sorted.push_back(&f);
-  std::sort(sorted.begin(), sorted.end(),
-            [](const SourceFile* a, const SourceFile* b) { return a->path < b->path; });
-  for (const SourceFile* f : sorted)
-    if (f->path != "model_new.py") key.add(f->path).add(f->content);
-  const std::string job_key = key.hex();
+  // The normalised inputs and the build identity, not the output: a hit never starts nvcc.
+  const std::string job_key = job_cache_key(request, identity);
   if (auto cached = jobs->get(job_key)) {
     auto reply = decode_compile_reply(*cached);
     if (reply && reply->outcome) {
@@ -304,8 +300,8 @@ Expected<CompileResult> CompileService::Impl::build(const CompileRequest& reques
     threads.emplace_back([&, i] {
       const SourceFile& f = *sources[i];
       ContentHasher object_key;
-      object_key.add("object-v1")
-          .add(toolchain.id)
+      object_key.add("object-v2")
+          .add(identity)
           .add(request.target_arch)
           .add(f.path)
           .add(f.content)

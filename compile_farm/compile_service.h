@@ -45,7 +45,7 @@ struct CompileServiceOptions {
   /// Where job directories are made. Default (empty): $TMPDIR/cuda-agent-compile-<pid>.
   std::string work_root;
   /// The object and artifact cache. Default (empty): <work_root>/cache (gone with the process);
-  /// `cuda-agent serve compile-worker` uses ~/.cache/cuda-agent/compile.
+  /// `cuda-agent serve compile-worker` and EmbeddedCompileFarm use default_compile_cache_dir().
   std::string cache_dir;
   /// The CUDA toolkit. Default: $CUDA_HOME, else /usr/local/cuda.
   std::string cuda_home;
@@ -62,6 +62,12 @@ struct CompileServiceOptions {
   /// Use the caches. Default: true (benchmarks of cold builds turn them off).
   bool use_cache = true;
 };
+
+/// The per-user cache that outlives a process, so that a solution built once is not built again
+/// by the next `cuda-agent compile` or eval: $HOME/.cache/cuda-agent/compile (/tmp/.cache/...
+/// without HOME). Safe to share between processes: entries are content-addressed and written
+/// atomically.
+std::string default_compile_cache_dir();
 
 /// The static-check and build limits in one place (what a job may do).
 struct CompileJobStats {

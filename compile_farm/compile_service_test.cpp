@@ -4,9 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <map>
 #include <set>
 
+#include "compile_farm/build_steps.h"
 #include "core/log.h"
 
 namespace cuda_agent {
@@ -190,5 +193,131 @@ TEST_F(CompileServiceTest, HostileSourcesAreStoppedAndTheServiceKeepsServing) {
   EXPECT_TRUE(ok) << ok.error().to_string();
 }
 
+// Issue 27 item 6: the same solution built by two services (two work roots, so two job
+// directories; two nvcc processes, so two tmpxft pids) gives the same bytes, with -lineinfo too
+// (whose line tables name the working directory and each source's modification time). Before, the
+// artifact embedded both and its hash differed from build to build.
+TEST_F(CompileServiceTest, TheSameSolutionBuildsToTheSameBytesInAnotherService) {
+  std::set<std::string> hashes;
+  for (int n = 0; n < 2; ++n) {
+    CompileServiceOptions o;
+    o.use_cache = false;
+    auto other = CompileService::create(o);
+    ASSERT_TRUE(other) << other.error().to_string();
+    auto req = request({{"kernels/scale_relu.cu", std::string(kKernel) + "// reproducible\n"},
+                        {"kernels/b.cu", "__global__ void k_b(float* p) { p[0] = 1.f; }\n"}});
+    req.extra_flags = {"-lineinfo"};
+    auto r = (*other)->compile(req);
+    ASSERT_TRUE(r) << r.error().to_string();
+    EXPECT_FALSE(r->cache_hit);
+    EXPECT_EQ(r->artifact.find("tmpxft_0000"), r->artifact.find("tmpxft_00000000_"));
+    EXPECT_EQ(r->artifact.find("job-"), std::string::npos)
+        << "the job directory is in the artifact";
+    hashes.insert(r->artifact_hash);
+  }
+  EXPECT_EQ(hashes.size(), 1u) << "two builds of one solution gave different artifacts";
+}
+
+// The second evaluation of an unchanged solution is a job-cache hit: no compiler process starts
+// and the service answers within 10 ms (best of three, so a busy machine's scheduler hiccup is not
+// a failure).
+TEST_F(CompileServiceTest, AnUnchangedSolutionIsAnsweredFromTheCacheWithoutNvcc) {
+  auto files = std::vector<SourceFile>{{"kernels/scale_relu.cu", std::string(kKernel) + "// hit\n"},
+                                       {"model_new.py", "import kernels\n"}};
+  auto first = service_->compile(request(files));
+  ASSERT_TRUE(first) << first.error().to_string();
+  const CompileJobStats before = service_->stats();
+  double best = 1e9;
+  std::reverse(files.begin(), files.end());  // the order of the files is not part of the key
+  files[0].content = "import kernels  # model_new.py is the bench's input, not the compiler's\n";
+  for (int n = 0; n < 3; ++n) {
+    auto again = service_->compile(request(files));
+    ASSERT_TRUE(again) << again.error().to_string();
+    EXPECT_TRUE(again->cache_hit);
+    EXPECT_EQ(again->artifact_hash, first->artifact_hash);
+    best = std::min(best, again->total_seconds);
+  }
+  const CompileJobStats after = service_->stats();
+  EXPECT_EQ(after.objects_compiled, before.objects_compiled) << "a cache hit started nvcc";
+  EXPECT_EQ(after.object_cache_hits, before.object_cache_hits);
+  EXPECT_EQ(after.job_cache_hits - before.job_cache_hits, 3u);
+  EXPECT_LE(best, 0.010) << "second evaluation took " << best * 1000 << " ms";
+}
+
 }  // namespace
+
+// The job cache key holds everything that changes the artifact, and nothing else: a changed byte,
+// path, flag (or flag order), arch, policy, toolchain or extra directory is another key; the order
+// of the files and model_new.py are not.
+TEST(JobCacheKey, ChangesWithEverythingThatChangesTheArtifact) {
+  using compile_farm::build_identity;
+  using compile_farm::job_cache_key;
+  compile_farm::Toolchain tc;
+  tc.id = "toolchain-a";
+  const std::string id = build_identity(tc, {}, {});
+  const CompileRequest base = request({{"kernels/a.cu", kKernel},
+                                       {"kernels/b.cuh", "#define B 1\n"},
+                                       {"model_new.py", "import kernels\n"}});
+  const std::string key = job_cache_key(base, id);
+  EXPECT_EQ(key.size(), 64u);
+
+  std::map<std::string, std::string> variants;
+  auto with = [&](const char* what, auto edit) {
+    CompileRequest r = base;
+    edit(r);
+    variants[what] = job_cache_key(r, id);
+  };
+  with("a byte", [](CompileRequest& r) { r.files[0].content[10] ^= 1; });
+  with("a header byte", [](CompileRequest& r) { r.files[1].content = "#define B 2\n"; });
+  with("a path", [](CompileRequest& r) { r.files[0].path = "kernels/c.cu"; });
+  with("a file more", [](CompileRequest& r) { r.files.push_back({"kernels/d.cuh", ""}); });
+  with("a flag", [](CompileRequest& r) { r.extra_flags = {"--use_fast_math"}; });
+  with("flag order", [](CompileRequest& r) { r.extra_flags = {"-O2", "-O3"}; });
+  with("flag order'", [](CompileRequest& r) { r.extra_flags = {"-O3", "-O2"}; });
+  with("the arch", [](CompileRequest& r) { r.target_arch = "sm_90a"; });
+  with("the policy", [](CompileRequest& r) { r.library_policy = LibraryPolicy::kPure; });
+  // A flag and a file's text cannot stand in for each other (every part is framed and counted).
+  with("flag as file", [](CompileRequest& r) {
+    r.extra_flags = {"kernels/a.cu"};
+    r.files.erase(r.files.begin());
+  });
+  std::set<std::string> distinct = {key};
+  for (const auto& [what, k] : variants) {
+    EXPECT_NE(k, key) << what << " did not change the key";
+    distinct.insert(k);
+  }
+  EXPECT_EQ(distinct.size(), variants.size() + 1) << "two different edits gave one key";
+
+  compile_farm::Toolchain other = tc;
+  other.id = "toolchain-b";  // another nvcc or g++ version, or another build recipe
+  EXPECT_NE(job_cache_key(base, build_identity(other, {}, {})), key);
+  EXPECT_NE(job_cache_key(base, build_identity(tc, {"/opt/cudnn/include"}, {})), key);
+  EXPECT_NE(job_cache_key(base, build_identity(tc, {}, {"/opt/cudnn/lib"})), key);
+
+  CompileRequest same = base;
+  std::reverse(same.files.begin(), same.files.end());
+  same.files[0].content = "import kernels, torch\n";  // model_new.py
+  same.header.request_id = RequestId{"another request"};
+  EXPECT_EQ(job_cache_key(same, id), key);
+}
+
+// nvcc's pid in its intermediate file names is zeroed wherever the object holds it; nothing else.
+TEST(MakeReproducible, ZeroesTheTmpxftPidOnly) {
+  using namespace std::string_literals;
+  std::string object =
+      "\x7f"
+      "ELF\0"
+      "tmpxft_0000450c_00000000-6_k.cudafe1.cpp\0"
+      "_GLOBAL__sub_I_tmpxft_00a1b2c3_00000000_6_k.cudafe1.cpp\0"
+      "tmpxft_0000450C_ tmpxft_12345 tmpxft_0000450c-x tmpxft_"s;
+  const std::size_t size = object.size();
+  EXPECT_EQ(compile_farm::make_reproducible(object), 2u);
+  EXPECT_EQ(object.size(), size);
+  EXPECT_NE(object.find("tmpxft_00000000_00000000-6_k.cudafe1.cpp"), std::string::npos);
+  EXPECT_NE(object.find("_GLOBAL__sub_I_tmpxft_00000000_00000000_6_k"), std::string::npos);
+  EXPECT_NE(object.find("tmpxft_0000450C_ tmpxft_12345 tmpxft_0000450c-x tmpxft_"),
+            std::string::npos);
+  EXPECT_EQ(compile_farm::make_reproducible(object), 0u) << "already normalised";
+}
+
 }  // namespace cuda_agent

@@ -32,6 +32,10 @@ Expected<CompileResult> CompileClient::compile(CompileRequest request,
 Expected<std::unique_ptr<EmbeddedCompileFarm>> EmbeddedCompileFarm::start(
     CompileServiceOptions options, std::int64_t slots) {
   std::unique_ptr<EmbeddedCompileFarm> farm(new EmbeddedCompileFarm());
+  // The cache outlives this process: the job key hashes the normalised inputs and the toolchain,
+  // so the next `cuda-agent compile`, bench or eval of an unchanged solution starts no nvcc.
+  if (options.cache_dir.empty() && options.use_cache)
+    options.cache_dir = default_compile_cache_dir();
   ASSIGN_OR_RETURN(auto service, CompileService::create(std::move(options)));
   farm->service_ = std::move(service);
   WorkPoolBrokerOptions broker;

@@ -51,6 +51,7 @@ class CompileClient {
 class EmbeddedCompileFarm {
  public:
   /// A broker on loopback ports and one worker with `slots` concurrent jobs (0: one per core).
+  /// Without options.cache_dir, the per-user default_compile_cache_dir(), shared with later runs.
   static Expected<std::unique_ptr<EmbeddedCompileFarm>> start(CompileServiceOptions options,
                                                               std::int64_t slots);
   ~EmbeddedCompileFarm();
