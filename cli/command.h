@@ -55,6 +55,8 @@ void add_rollout_commands(CLI::App& app, CommandResult& result);  // serve rollo
 void add_engine_command(CLI::App& serve, CommandResult& result);  // serve policy-engine
 void add_learn_commands(CLI::App& app, CommandResult& result);    // learn sft|value|ppo
 void add_train_command(CLI::App& app, CommandResult& result);     // train, train status
+/// `serve coordinator` under `serve` (cli/coordinator_commands.cpp).
+void add_coordinator_command(CLI::App& serve, CommandResult& result);
 
 /// Replaces this process with a torch-linked sibling binary (cuda-agent-model, -learn, -engine:
 /// the CLI itself stays torch-free), found beside /proc/self/exe, else on PATH, with `args`.

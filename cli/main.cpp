@@ -119,6 +119,7 @@ int main(int argc, char** argv) {
   cli::add_eval_commands(app, result);
   cli::add_rollout_commands(app, result);
   cli::add_engine_command(*app.get_subcommand("serve"), result);
+  cli::add_coordinator_command(*app.get_subcommand("serve"), result);
   cli::add_learn_commands(app, result);
   cli::add_train_command(app, result);
   try {

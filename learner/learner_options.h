@@ -15,7 +15,10 @@ struct LearnerOptions {
   static constexpr std::string_view kDoc =
       "The learner: PPO with a critic, RFT and value pretraining, data-parallel over NCCL.";
 
-  std::string stage = "agentic-ppo";
+  std::string stage = "all";
+  std::int64_t single_turn_steps = 20;
+  std::int64_t agent_warmup_steps = 10;
+  std::int64_t agentic_steps = 200;
   double actor_lr = 3e-6;
   double critic_lr = 6e-6;
   double clip_low = 0.2;
@@ -32,10 +35,28 @@ struct LearnerOptions {
   template <class V>
   void visit(V& v) {
     v({.key = "stage",
-       .doc = "RL stage to run: single-turn warm-up PPO, agent warm-up (RFT + value "
-              "pretraining), or multi-turn agentic PPO.",
-       .choices = {"single-turn-ppo", "agent-warmup", "agentic-ppo"}},
+       .doc = "RL stage to run: 'all' runs every stage with steps > 0 in order (single-turn "
+              "warm-up PPO, agent warm-up (RFT + value pretraining), multi-turn agentic PPO); "
+              "a named stage runs alone, for its own steps.",
+       .choices = {"all", "single-turn-ppo", "agent-warmup", "agentic-ppo"}},
       stage);
+    v({.key = "single_turn_steps",
+       .unit = "steps",
+       .doc = "Learner steps of the single-turn warm-up PPO stage; 0 skips it.",
+       .min = 0},
+      single_turn_steps);
+    v({.key = "agent_warmup_steps",
+       .unit = "steps",
+       .doc = "Learner steps of the agent warm-up stage (RFT of the actor, value pretraining of "
+              "the critic); 0 skips it.",
+       .min = 0},
+      agent_warmup_steps);
+    v({.key = "agentic_steps",
+       .unit = "steps",
+       .doc = "Learner steps of the multi-turn agentic PPO stage; 0 skips it. After the last "
+              "stage the run is finished.",
+       .min = 0},
+      agentic_steps);
     v({.key = "actor_lr", .doc = "Actor learning rate (AdamW).", .min = 0.0}, actor_lr);
     v({.key = "critic_lr", .doc = "Critic learning rate (AdamW).", .min = 0.0}, critic_lr);
     v({.key = "clip_low", .doc = "PPO ratio clip below 1 (1 - clip_low).", .min = 0.0, .max = 1.0},
