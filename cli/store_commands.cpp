@@ -1,6 +1,7 @@
-// `cuda-agent runs list|show` and `cuda-agent trajectories export|show`: read a run store
-// (storage/run_store.h). They open it as a RocksDB secondary, so they work while a run writes it
-// and never take its lock. A store that is missing, locked or not a store exits 2 naming it.
+// `cuda-agent runs list|show`, `cuda-agent trajectories export|show` and `cuda-agent store
+// verify`: read a run store (storage/run_store.h). They open it read-only, so they work while a
+// run writes it and never take its lock. A store that is missing or not a store exits 2 naming
+// it; a damaged one ([io/store.corruption], naming the file) exits 1, never with a shorter answer.
 #include <nlohmann/json.hpp>
 
 #include <time.h>
@@ -21,14 +22,15 @@ std::string store_help() {
          ", relative to the current directory)";
 }
 
-// Opens for reading; any failure to open is bad input for the command: exit 2.
+// Opens for reading. A damaged store (a missing, truncated or corrupt file) exits 1; any other
+// failure to open is bad input for the command: exit 2.
 std::unique_ptr<RunStore> open_store(const std::string& dir, CommandResult& result) {
   StoreOptions options;
   options.dir = dir;
-  auto store = RunStore::open(options, StoreMode::kSecondary);
+  auto store = RunStore::open(options, StoreMode::kReadOnly);
   if (!store) {
     report(store.error());
-    result.exit_code = 2;
+    result.exit_code = store.error().category == ErrorCategory::kIo ? 1 : 2;
     return nullptr;
   }
   return std::move(store).value();
@@ -314,11 +316,95 @@ void add_trajectories(CLI::App& app, CommandResult& result) {
   });
 }
 
+void add_verify(CLI::App& app, CommandResult& result) {
+  auto* store = app.add_subcommand("store", "Run store maintenance");
+  store->require_subcommand(1);
+  struct Args {
+    std::string dir;
+    bool verbose = false;
+    bool json = false;
+  };
+  auto args = std::make_shared<Args>();
+  auto* verify = store->add_subcommand(
+      "verify",
+      "Check every checksum of a run store without changing it: the file set, every table file's "
+      "block checksums, every file's recorded whole-file checksum and the blobs of older blob "
+      "files. Exit 0 when clean, 1 when damaged (the damaged files named), 2 when DIR is not a "
+      "store. Safe while a run writes the store.");
+  verify->add_option("DIR", args->dir, "run store directory")->required();
+  verify->add_flag("--verbose", args->verbose, "also list every file found intact");
+  verify->add_flag("--json", args->json, "print the report as JSON");
+  verify->callback([args, &result] {
+    StoreOptions options;
+    options.dir = args->dir;
+    auto report_or = verify_store(options);
+    if (!report_or) return void(result.exit_code = report(report_or.error()));
+    const VerifyReport& r = *report_or;
+    std::uint64_t tables = 0, blobs = 0, total = 0, damaged = 0;
+    for (const FileCheck& f : r.files) {
+      (f.kind == "blob" ? blobs : tables) += 1;
+      total += f.bytes;
+      if (!f.result) ++damaged;
+    }
+    if (args->json) {
+      nlohmann::json files = nlohmann::json::array();
+      for (const FileCheck& f : r.files) {
+        files.push_back({{"path", f.path},
+                         {"kind", f.kind},
+                         {"column_family", f.column_family},
+                         {"bytes", f.bytes},
+                         {"whole_file_checksum", f.whole_file_checksum},
+                         {"ok", static_cast<bool>(f.result)},
+                         {"error", f.result ? "" : f.result.error().message}});
+      }
+      nlohmann::json errors = nlohmann::json::array();
+      for (const Error& e : r.errors) errors.push_back(e.message);
+      std::printf("%s\n", nlohmann::json{{"store", r.dir},
+                                         {"clean", r.clean()},
+                                         {"files", files},
+                                         {"errors", errors},
+                                         {"values_read", r.values_read}}
+                              .dump(2)
+                              .c_str());
+    } else {
+      for (const FileCheck& f : r.files) {
+        if (f.result && !args->verbose) continue;
+        const std::string checks =
+            f.kind == "table"
+                ? (f.whole_file_checksum ? "block and file checksums" : "block checksums")
+                : (f.whole_file_checksum ? "file checksum" : "checked by reading its blobs");
+        std::printf("%-7s %s (%s%s%s, %s, %s)", f.result ? "ok" : "DAMAGED", f.path.c_str(),
+                    f.kind.c_str(), f.column_family.empty() ? "" : " of ", f.column_family.c_str(),
+                    bytes(f.bytes).c_str(), checks.c_str());
+        if (f.result) {
+          std::printf("\n");
+        } else {
+          const Error& e = f.result.error();
+          std::printf(": %s [%s/%s]\n", e.message.c_str(),
+                      std::string(to_string(e.category)).c_str(), e.code.c_str());
+        }
+      }
+      for (const Error& e : r.errors) report(e);
+      std::printf(
+          "store verify %s: %llu files (%llu table, %llu blob, %s)%s, %llu damaged, %zu "
+          "other errors: %s\n",
+          r.dir.c_str(), static_cast<unsigned long long>(r.files.size()),
+          static_cast<unsigned long long>(tables), static_cast<unsigned long long>(blobs),
+          bytes(total).c_str(),
+          r.values_read ? (", " + std::to_string(r.values_read) + " blob values read").c_str() : "",
+          static_cast<unsigned long long>(damaged), r.errors.size(),
+          r.clean() ? "clean" : "DAMAGED");
+    }
+    if (!r.clean()) result.exit_code = 1;
+  });
+}
+
 }  // namespace
 
 void add_store_commands(CLI::App& app, CommandResult& result) {
   add_runs(app, result);
   add_trajectories(app, result);
+  add_verify(app, result);
 }
 
 }  // namespace cuda_agent::cli

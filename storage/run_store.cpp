@@ -2,8 +2,6 @@
 // queries: run_store_queries.cpp; export: run_store_export.cpp.
 #include "storage/run_store.h"
 
-#include <stdlib.h>
-
 #include <chrono>
 #include <filesystem>
 #include <future>
@@ -18,19 +16,26 @@ using store_keys::Cf;
 
 }  // namespace
 
+DbView::~DbView() {
+  if (!db) return;
+  for (rocksdb::ColumnFamilyHandle* h : handles) {
+    if (h) db->DestroyColumnFamilyHandle(h);
+  }
+  db->Close().PermitUncheckedError();
+}
+
 RunStore::Impl::~Impl() {
   writer.reset();  // writes and acknowledges what is queued
-  if (db) {
-    for (rocksdb::ColumnFamilyHandle* h : handles) {
-      if (h) db->DestroyColumnFamilyHandle(h);
-    }
-    db->Close().PermitUncheckedError();
-    db.reset();
-  }
-  if (!secondary_dir.empty()) {
-    std::error_code ec;
-    fs::remove_all(secondary_dir, ec);
-  }
+}
+
+std::shared_ptr<DbView> RunStore::Impl::view() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return view_;
+}
+
+void RunStore::Impl::set_view(std::shared_ptr<DbView> v) {
+  std::lock_guard<std::mutex> lock(mu_);
+  view_ = std::move(v);
 }
 
 std::string RunStore::Impl::where(Cf c, std::string_view key) const {
@@ -38,21 +43,52 @@ std::string RunStore::Impl::where(Cf c, std::string_view key) const {
          store_keys::printable(key) + "'";
 }
 
+Error RunStore::Impl::rocks_error(const DbView& v, Cf c, const rocksdb::Status& s,
+                                  std::string_view context) const {
+  Error e = rocks::to_error(s, context);
+  if (e.code != "store.corruption") return e;
+  // Block checksum errors name their table file; a blob read's error does not.
+  const std::string text = s.ToString();
+  if (text.find(".sst") == std::string::npos && text.find(".blob") == std::string::npos) {
+    const std::string file = locate_damaged_blob_file(v, c);
+    e.message += file.empty()
+                     ? " (in a blob file of " + std::string(store_keys::cf_name(c)) +
+                           "; `cuda-agent store verify " + options.dir + "` checks every file)"
+                     : " (in " + file + ")";
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!damage_) damage_ = e;
+  return e;
+}
+
+Status RunStore::Impl::damage() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (damage_) return *damage_;
+  return Status::ok();
+}
+
 Cursor::Cursor(const RunStore::Impl& store, Cf cf, std::string lower, std::string upper)
-    : store_(store), cf_(cf), lower_(std::move(lower)), upper_(std::move(upper)) {
+    : store_(store),
+      view_(store.view()),
+      cf_(cf),
+      lower_(std::move(lower)),
+      upper_(std::move(upper)) {
   rocksdb::ReadOptions ro;
   if (!upper_.empty()) {
     upper_slice_ = rocksdb::Slice(upper_);
     ro.iterate_upper_bound = &upper_slice_;
   }
-  it_.reset(store.db->NewIterator(ro, store.cf(cf)));
+  it_.reset(view_->db->NewIterator(ro, view_->cf(cf)));
   it_->Seek(lower_);
 }
 
 Status Cursor::status() const {
   rocksdb::Status s = it_->status();
   if (s.ok()) return Status::ok();
-  return rocks::to_error(s, store_.where(cf_, lower_) + " (scan)");
+  // Where the scan stopped: the last key it returned is gone with the error, so name the range.
+  return store_.rocks_error(
+      *view_, cf_, s,
+      store_.where(cf_, lower_) + " (scan of " + std::string(store_keys::cf_name(cf_)) + ")");
 }
 
 Status scan_summaries(const RunStore::Impl& store, const std::string& prefix,
@@ -70,61 +106,18 @@ RunStore::RunStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 RunStore::~RunStore() = default;
 
 Expected<std::unique_ptr<RunStore>> RunStore::open(const StoreOptions& options, StoreMode mode) {
-  const std::string& dir = options.dir;
-  ASSIGN_OR_RETURN(const bool create, check_store_directory(dir, mode));
-  rocks::StoreRocksOptions ro = rocks::make_options(options);
-  ro.db.create_if_missing = create;
-  ASSIGN_OR_RETURN(std::vector<rocksdb::ColumnFamilyDescriptor> families,
-                   resolve_families(dir, mode, ro, create));
+  ASSIGN_OR_RETURN(const bool create, check_store_directory(options.dir, mode));
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   impl->mode = mode;
-  rocksdb::DB* raw = nullptr;
-  rocksdb::Status s;
-  if (mode == StoreMode::kWrite) {
-    s = rocksdb::DB::Open(ro.db, dir, families, &impl->handles, &raw);
-  } else if (mode == StoreMode::kReadOnly) {
-    s = rocksdb::DB::OpenForReadOnly(ro.db, dir, families, &impl->handles, &raw);
-  } else {
-    std::string pattern = (fs::temp_directory_path() / "cuda-agent-secondary-XXXXXX").string();
-    if (!::mkdtemp(pattern.data())) {
-      return make_error(ErrorCategory::kIo, "store.io",
-                        "cannot create a temporary directory for a secondary view of " + dir);
-    }
-    impl->secondary_dir = pattern;
-    ro.db.max_open_files = -1;  // required by secondary instances
-    s = rocksdb::DB::OpenAsSecondary(ro.db, dir, impl->secondary_dir, families, &impl->handles,
-                                     &raw);
-  }
-  if (!s.ok()) {
-    if (rocks::is_lock_error(s)) {
-      return make_error(ErrorCategory::kUnavailable, "store.locked",
-                        "store locked by another writer: " + dir + " (" + s.ToString() +
-                            "); open it read-only or as a secondary to read it while it runs");
-    }
-    return rocks::to_error(s, "open the store " + dir);
-  }
-  impl->db.reset(raw);
-  // One slot per Cf, in Cf order (null for a later family an older store lacks, read modes),
-  // then a newer build's families.
-  std::vector<rocksdb::ColumnFamilyHandle*> opened = std::move(impl->handles);
-  impl->handles.assign(static_cast<std::size_t>(Cf::kCount), nullptr);
-  for (rocksdb::ColumnFamilyHandle* h : opened) {
-    bool placed = false;
-    for (int i = 0; i < static_cast<int>(Cf::kCount) && !placed; ++i) {
-      if (h->GetName() == store_keys::cf_name(Cf(i))) {
-        impl->handles[i] = h;
-        placed = true;
-      }
-    }
-    if (!placed) impl->handles.push_back(h);
-  }
-  RETURN_IF_ERROR(check_store_header(*impl));
+  if (mode == StoreMode::kSecondary) impl->seen_files = wal_and_manifest_files(options.dir);
+  ASSIGN_OR_RETURN(std::shared_ptr<DbView> view, open_view(*impl, create));
   if (mode == StoreMode::kWrite) {
     WriterLimits limits;
     limits.group_commit = std::chrono::milliseconds(options.group_commit_ms);
-    impl->writer = std::make_unique<StoreWriter>(raw, impl->handles, limits);
+    impl->writer = std::make_unique<StoreWriter>(view->db.get(), view->handles, limits);
   }
+  impl->set_view(std::move(view));
   return std::unique_ptr<RunStore>(new RunStore(std::move(impl)));
 }
 
@@ -135,6 +128,13 @@ void RunStore::submit(StoreWrite write, StoreClock::time_point deadline, WriteCa
   if (impl_->mode != StoreMode::kWrite) {
     done(make_error(ErrorCategory::kInvalidInput, "store.read_only",
                     dir() + " is open for reading only"));
+    return;
+  }
+  if (Status damage = impl_->damage(); !damage) {
+    Error e = damage.error();
+    e.message = dir() + " is damaged; writes are refused (`cuda-agent store verify " + dir() +
+                "` names every damaged file). First damage: " + e.message;
+    done(std::move(e));
     return;
   }
   Expected<PreparedWrite> prepared = prepare_write(std::move(write));
@@ -162,10 +162,18 @@ WriteStats RunStore::write_stats() const {
   return impl_->writer ? impl_->writer->stats() : WriteStats{};
 }
 
+// kSecondary reopens the store read-only when its WAL or MANIFEST changed, instead of RocksDB's
+// secondary instance: that one does not support blob files (iterating a blob column family
+// crashes in RocksDB 7.8), and it tolerates missing files by silently recovering an older
+// version, which would turn a damaged store into a shorter answer.
 Status RunStore::catch_up() {
   if (impl_->mode != StoreMode::kSecondary) return Status::ok();
-  rocksdb::Status s = impl_->db->TryCatchUpWithPrimary();
-  if (!s.ok()) return rocks::to_error(s, dir() + ": catch up with the writer");
+  std::lock_guard<std::mutex> lock(impl_->catch_up_mu);
+  std::string files = wal_and_manifest_files(dir());
+  if (files == impl_->seen_files) return Status::ok();
+  ASSIGN_OR_RETURN(std::shared_ptr<DbView> view, open_view(*impl_, /*create=*/false));
+  impl_->set_view(std::move(view));
+  impl_->seen_files = std::move(files);
   return Status::ok();
 }
 
@@ -174,12 +182,14 @@ Status RunStore::compact() {
     return make_error(ErrorCategory::kInvalidInput, "store.read_only",
                       dir() + " is open for reading only");
   }
+  const std::shared_ptr<DbView> v = impl_->view();
   for (int i = 0; i < static_cast<int>(Cf::kCount); ++i) {
     rocksdb::CompactRangeOptions options;
     options.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
-    rocksdb::Status s = impl_->db->CompactRange(options, impl_->handles[i], nullptr, nullptr);
+    rocksdb::Status s = v->db->CompactRange(options, v->handles[i], nullptr, nullptr);
     if (!s.ok()) {
-      return rocks::to_error(s, dir() + ": compact " + std::string(store_keys::cf_name(Cf(i))));
+      return impl_->rocks_error(*v, Cf(i), s,
+                                dir() + ": compact " + std::string(store_keys::cf_name(Cf(i))));
     }
   }
   return Status::ok();

@@ -31,6 +31,14 @@
 // an Error naming the column family and key (codes store.corrupt_value, store.unsupported_version,
 // store.newer_version); every other key stays readable.
 //
+// Damage (files changed on disk): never a crash and never a shorter answer. Every open checks the
+// file set (RocksDB's paranoid checks: each table and blob file the MANIFEST names exists with its
+// size; table footers and index blocks are read), so a missing, truncated or corrupt-footer file
+// fails the open in every mode with store.corruption naming it. Every read checks checksums
+// (table blocks, each blob's CRC) and every scan its iterator's status: a read that meets damage
+// fails with store.corruption naming the file; other keys stay readable. A writer that met damage
+// refuses all further writes (store.corruption). verify_store checks every checksum of every file.
+//
 // Threading: every method may be called from any thread concurrently, except that the destructor
 // must not overlap any other call. Write callbacks run on the store's writer thread once their
 // group is synced (or refused); they must return quickly and must not wait on the store (no
@@ -63,8 +71,9 @@ enum class StoreMode {
   kWrite,
   /// A fixed view as of opening (RocksDB OpenForReadOnly). Takes no lock.
   kReadOnly,
-  /// Follows a live writer: catch_up() brings in its newer writes (RocksDB OpenAsSecondary).
-  /// Takes no lock; keeps its own info log in a temporary directory removed on close.
+  /// Follows a live writer: catch_up() brings in its newer writes by reopening the store
+  /// read-only when its WAL or MANIFEST changed (not RocksDB's secondary instance, which does
+  /// not support blob files and silently hides missing ones). Takes no lock.
   kSecondary,
 };
 
@@ -190,7 +199,8 @@ class RunStore {
  public:
   /// Opens (kWrite: creates) the store in `options.dir`. Errors name the directory:
   /// store.missing (no such directory), store.not_a_store, store.locked (another writer holds
-  /// it), store.newer_version (written by a newer build), store.io.
+  /// it), store.newer_version (written by a newer build), store.corruption (a file missing or
+  /// damaged, named), store.io.
   static Expected<std::unique_ptr<RunStore>> open(const StoreOptions& options, StoreMode mode);
   /// kWrite: writes everything already submitted, acknowledges it, then closes.
   ~RunStore();
@@ -202,9 +212,10 @@ class RunStore {
 
   // Writing (kWrite only; other modes fail the write with store.read_only).
 
-  /// Queues `write`; `done` is called once it is durable or has failed. Does not wait for the
-  /// disk; waits (until `deadline`) only while more than the pending limit (1 GiB) is queued.
-  /// A write still queued when its deadline passes fails with store.deadline, unwritten.
+  /// Queues `write`; `done` is called once it is durable or has failed (store.corruption,
+  /// unwritten, once any read or write of this store met damage). Does not wait for the disk; waits
+  /// (until `deadline`) only while more than the pending limit (1 GiB) is queued. A write still
+  /// queued when its deadline passes fails with store.deadline, unwritten.
   void submit(StoreWrite write, StoreClock::time_point deadline, WriteCallback done);
   /// submit() and wait for the acknowledgement. store.ack_timeout after `timeout`: the write may
   /// still land; retrying it is safe (see idempotency above).
@@ -212,7 +223,9 @@ class RunStore {
 
   // Reading.
 
-  /// kSecondary: brings in what the writer has written since. Other modes: no-op.
+  /// kSecondary: brings in what the writer has written since (a read-only reopen, only when the
+  /// writer wrote or flushed something; reads in flight finish on the view they started with).
+  /// Other modes: no-op.
   Status catch_up();
 
   Expected<EpisodeRecord> get_episode(const RunId& run, const EpisodeId& episode) const;
@@ -276,6 +289,38 @@ class RunStore {
   explicit RunStore(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+/// One file checked by verify_store.
+struct FileCheck {
+  std::string path;
+  std::string kind;           ///< "table" (.sst) or "blob" (.blob)
+  std::string column_family;  ///< empty when the store could not be opened
+  std::uint64_t bytes = 0;
+  /// Whether a whole-file checksum recorded when the file was written was compared (every file
+  /// written by this build; blob files of older builds have none, see values_read).
+  bool whole_file_checksum = false;
+  Status result;  ///< OK, or why the file is damaged (store.corruption naming it)
+};
+
+struct VerifyReport {
+  std::string dir;
+  std::vector<FileCheck> files;
+  /// Damage not tied to one listed file: the open (a missing or truncated file, a bad footer)
+  /// or a bad blob in blob files that have no recorded checksum.
+  std::vector<Error> errors;
+  /// Values read to check blob files without a recorded whole-file checksum (each blob's CRC).
+  std::uint64_t values_read = 0;
+  bool clean() const;
+};
+
+/// Checks every checksum of the store in `options.dir` without changing it (no lock taken; a
+/// live writer may run): opening it read-only checks the file set (every table and blob file the
+/// MANIFEST names exists with its recorded size); then every table file's block checksums, every
+/// whole-file checksum recorded in the MANIFEST, and for blob files without one, every blob's own
+/// CRC by reading it. When the store cannot be opened, every table file in the directory is
+/// checked on its own. The result's error is only for a directory that is not a store
+/// (store.missing, store.not_a_store, store.newer_version); damage is in the report.
+Expected<VerifyReport> verify_store(const StoreOptions& options);
 
 /// Files under `dir`, in bytes (what `runs show` reports as the store's size).
 std::uint64_t directory_bytes(const std::string& dir);

@@ -149,7 +149,7 @@ Status RunStore::scan_tasks(const TaskScan& scan, const TaskVisitor& visit) cons
 Status RunStore::scan_attempts(
     const RunId& run, std::string_view episode,
     const std::function<bool(const EpisodeAttemptRecord&)>& visit) const {
-  if (!impl_->cf(Cf::kAttempts)) return Status::ok();  // an older store read as it is
+  if (!impl_->view()->cf(Cf::kAttempts)) return Status::ok();  // an older store read as it is
   const std::string prefix = store_keys::attempt_prefix(run, episode);
   Cursor c(*impl_, Cf::kAttempts, prefix, store_keys::prefix_end(prefix));
   for (; c.valid(); c.next()) {
@@ -237,15 +237,16 @@ Expected<StoreStats> RunStore::stats(const std::optional<RunId>& run) const {
     st.trajectory_bytes += s.trajectory_size;
     return true;
   }));
+  const std::shared_ptr<DbView> v = impl_->view();
   for (int i = 0; i < static_cast<int>(Cf::kCount); ++i) {
     ColumnFamilySize size;
     size.name = store_keys::cf_name(static_cast<Cf>(i));
-    rocksdb::ColumnFamilyHandle* h = impl_->handles[i];
+    rocksdb::ColumnFamilyHandle* h = v->handles[i];
     if (!h) continue;  // a later family an older store (read as it is) lacks
-    impl_->db->GetIntProperty(h, "rocksdb.total-sst-files-size", &size.sst_bytes);
-    impl_->db->GetIntProperty(h, "rocksdb.total-blob-file-size", &size.blob_bytes);
-    impl_->db->GetIntProperty(h, "rocksdb.cur-size-all-mem-tables", &size.memtable_bytes);
-    impl_->db->GetIntProperty(h, "rocksdb.estimate-num-keys", &size.estimated_keys);
+    v->db->GetIntProperty(h, "rocksdb.total-sst-files-size", &size.sst_bytes);
+    v->db->GetIntProperty(h, "rocksdb.total-blob-file-size", &size.blob_bytes);
+    v->db->GetIntProperty(h, "rocksdb.cur-size-all-mem-tables", &size.memtable_bytes);
+    v->db->GetIntProperty(h, "rocksdb.estimate-num-keys", &size.estimated_keys);
     st.column_families.push_back(std::move(size));
   }
   st.disk_bytes = directory_bytes(impl_->options.dir);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <regex>
 
 #include "core/clock.h"
@@ -41,7 +42,8 @@ Expected<Probe> probe_database(const rocksdb::DBOptions& options, const std::str
     }
     std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), handles[i]));
     it->SeekToFirst();
-    if (it->Valid()) probe.empty = false;
+    // An unreadable family is not known to be empty: the directory stays refused.
+    if (it->Valid() || !it->status().ok()) probe.empty = false;
   }
   for (auto* h : handles) db->DestroyColumnFamilyHandle(h);
   return probe;
@@ -65,16 +67,17 @@ bool only_creation_debris(const std::string& dir) {
   return any && !ec;
 }
 
-bool database_empty(const RunStore::Impl& impl) {
-  for (rocksdb::ColumnFamilyHandle* h : impl.handles) {
-    std::unique_ptr<rocksdb::Iterator> it(impl.db->NewIterator(rocksdb::ReadOptions(), h));
+bool database_empty(const DbView& v) {
+  for (rocksdb::ColumnFamilyHandle* h : v.handles) {
+    if (!h) continue;
+    std::unique_ptr<rocksdb::Iterator> it(v.db->NewIterator(rocksdb::ReadOptions(), h));
     it->SeekToFirst();
     if (it->Valid() || !it->status().ok()) return false;
   }
   return true;
 }
 
-Status write_header(const RunStore::Impl& impl) {
+Status write_header(const RunStore::Impl& impl, const DbView& v) {
   StoreHeader h;
   h.magic = std::string(kStoreMagic);
   h.format_version = kStoreFormatVersion;
@@ -83,8 +86,8 @@ Status write_header(const RunStore::Impl& impl) {
       std::string("cuda-agent ") + build_info::kVersion + " (" + build_info::kGitCommit + ")";
   rocksdb::WriteOptions sync;
   sync.sync = true;
-  rocksdb::Status s = impl.db->Put(sync, impl.cf(Cf::kDefault), std::string(store_keys::kHeaderKey),
-                                   encode_store_value(h));
+  rocksdb::Status s = v.db->Put(sync, v.cf(Cf::kDefault), std::string(store_keys::kHeaderKey),
+                                encode_store_value(h));
   if (!s.ok()) return rocks::to_error(s, impl.options.dir + ": write the store header");
   return Status::ok();
 }
@@ -169,18 +172,18 @@ Expected<std::vector<rocksdb::ColumnFamilyDescriptor>> resolve_families(
   return families;
 }
 
-Status check_store_header(const RunStore::Impl& impl) {
+Status check_store_header(const RunStore::Impl& impl, const DbView& v) {
   const std::string& dir = impl.options.dir;
   const std::string key(store_keys::kHeaderKey);
   std::string value;
-  rocksdb::Status s = impl.db->Get(rocksdb::ReadOptions(), impl.cf(Cf::kDefault), key, &value);
+  rocksdb::Status s = v.db->Get(rocksdb::ReadOptions(), v.cf(Cf::kDefault), key, &value);
   if (s.IsNotFound()) {
     // A new store, or one whose creation was interrupted before its header was written.
-    if (impl.mode == StoreMode::kWrite && database_empty(impl)) return write_header(impl);
+    if (impl.mode == StoreMode::kWrite && database_empty(v)) return write_header(impl, v);
     return make_error(ErrorCategory::kInvalidInput, "store.not_a_store",
                       dir + " is a RocksDB database but not a cuda-agent run store (no header)");
   }
-  if (!s.ok()) return rocks::to_error(s, dir + ": read the store header");
+  if (!s.ok()) return impl.rocks_error(v, Cf::kDefault, s, dir + ": read the store header");
   StoreHeader h;
   RETURN_IF_ERROR(impl.decode(Cf::kDefault, key, value, &h));
   if (h.magic != kStoreMagic) {
@@ -194,6 +197,84 @@ Status check_store_header(const RunStore::Impl& impl) {
                           std::to_string(kStoreFormatVersion));
   }
   return Status::ok();
+}
+
+std::string wal_and_manifest_files(const std::string& dir) {
+  std::map<std::string, std::uintmax_t> files;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    const bool wal = name.size() > 4 && name.compare(name.size() - 4, 4, ".log") == 0;
+    if (!wal && name != "CURRENT" && name.rfind("MANIFEST-", 0) != 0) continue;
+    std::error_code fe;  // a WAL deleted under us is simply not listed
+    const std::uintmax_t size = entry.file_size(fe);
+    if (!fe) files[name] = size;
+  }
+  std::string out;
+  for (const auto& [name, size] : files) out += name + ":" + std::to_string(size) + ";";
+  return out;
+}
+
+Expected<std::shared_ptr<DbView>> open_view(const RunStore::Impl& impl, bool create) {
+  const std::string& dir = impl.options.dir;
+  // kSecondary is a read-only view reopened by catch_up (run_store.cpp says why).
+  const StoreMode mode = impl.mode == StoreMode::kSecondary ? StoreMode::kReadOnly : impl.mode;
+  rocks::StoreRocksOptions ro = rocks::make_options(impl.options);
+  ro.db.create_if_missing = create;
+  constexpr int kAttempts = 4;
+  for (int attempt = 1;; ++attempt) {
+    ASSIGN_OR_RETURN(std::vector<rocksdb::ColumnFamilyDescriptor> families,
+                     resolve_families(dir, mode, ro, create));
+    const std::string before = wal_and_manifest_files(dir);
+    rocksdb::DB* raw = nullptr;
+    std::vector<rocksdb::ColumnFamilyHandle*> opened;
+    // paranoid_checks (on): every table and blob file the MANIFEST names must exist with its
+    // recorded size, so a missing or truncated file fails the open instead of shortening reads.
+    rocksdb::Status s = mode == StoreMode::kWrite
+                            ? rocksdb::DB::Open(ro.db, dir, families, &opened, &raw)
+                            : rocksdb::DB::OpenForReadOnly(ro.db, dir, families, &opened, &raw);
+    if (s.ok()) {
+      auto v = std::make_shared<DbView>();
+      v->db.reset(raw);
+      // One slot per Cf, in Cf order, then a newer build's families.
+      v->handles.assign(static_cast<std::size_t>(Cf::kCount), nullptr);
+      for (rocksdb::ColumnFamilyHandle* h : opened) {
+        bool placed = false;
+        for (int i = 0; i < static_cast<int>(Cf::kCount) && !placed; ++i) {
+          if (h->GetName() == store_keys::cf_name(Cf(i))) {
+            v->handles[i] = h;
+            placed = true;
+          }
+        }
+        if (!placed) v->handles.push_back(h);
+      }
+      RETURN_IF_ERROR(check_store_header(impl, *v));
+      return v;
+    }
+    if (rocks::is_lock_error(s)) {
+      return make_error(ErrorCategory::kUnavailable, "store.locked",
+                        "store locked by another writer: " + dir + " (" + s.ToString() +
+                            "); open it read-only or as a secondary to read it while it runs");
+    }
+    // A live writer deletes files it no longer needs (a flushed WAL, compacted tables) after
+    // recording that in the MANIFEST: a reader that read the MANIFEST before may miss them.
+    // Reading again sees the new MANIFEST; a file missing while nothing changed is damage.
+    if (mode != StoreMode::kWrite && attempt < kAttempts && wal_and_manifest_files(dir) != before) {
+      continue;
+    }
+    Error e = rocks::to_error(s, "open the store " + dir);
+    if (e.code == "store.corruption") {
+      static const std::regex kMissing(R"((\d+)\.ldb: No such file)");
+      const std::string text = s.ToString();
+      if (std::smatch m; std::regex_search(text, m, kMissing)) {
+        // RocksDB looks for the legacy name last and reports that one.
+        e.message += "; missing table file " + (fs::path(dir) / (m[1].str() + ".sst")).string();
+      }
+      const std::string damaged = damaged_files_in(dir, ro);
+      if (!damaged.empty()) e.message += "; damaged: " + damaged;
+    }
+    return e;
+  }
 }
 
 }  // namespace cuda_agent
