@@ -16,8 +16,9 @@
 // stdout (for people and `cuda-agent train`): a start line, one line per learner step (step,
 // stage, policy version, episodes trained / stale / in flight, the step's mean reward when the
 // learner reported "reward/mean"), and a last line when it stops. Metrics: GET /metrics in the
-// Prometheus text format. Exit codes: 0 finished or stopped by a signal; 1 the coordinator failed
-// (its supervisor gave up); 2 bad input.
+// Prometheus text format. Exit codes: 0 finished or stopped by a signal; 3 the run failed in a way
+// a restart cannot fix (e.g. every recent episode aborted: CoordinatorStatus::failure); 1 the
+// coordinator failed (its supervisor gave up); 2 bad input.
 #include <httplib.h>
 #include <signal.h>
 
@@ -139,6 +140,10 @@ std::string metrics_text(const RunId& run, const CoordinatorStatus& s,
   out << "cuda_agent_admission{" << r << ",counter=\"accepted\"} " << s.accepted << '\n';
   out << "cuda_agent_admission{" << r << ",counter=\"running\"} " << s.running << '\n';
   out << "cuda_agent_admission{" << r << ",counter=\"rejected\"} " << s.rejected << '\n';
+  gauge("cuda_agent_episodes_aborted",
+        "Episodes stored aborted before a reward since the coordinator started (in stale).",
+        "gauge");
+  out << "cuda_agent_episodes_aborted{" << r << "} " << s.aborted << '\n';
   gauge("cuda_agent_members", "Members the coordinator has heard from and not lost.", "gauge");
   out << "cuda_agent_members{" << r << "} " << s.members << '\n';
   gauge("cuda_agent_checkpoints", "Checkpoints recorded since the coordinator started.", "gauge");
@@ -319,6 +324,12 @@ int serve_coordinator(const ServeCoordinatorArgs& a, StopSignals& signals) {
     }
     if (s->step != *last_step) std::fflush(stdout);
     last_step = s->step;
+    if (!s->failure.empty()) {
+      // A restart would fail the same way: exit 3 tells `train` and node agents not to retry.
+      std::printf("run %s failed: %s\n", o.run.value().c_str(), s->failure.c_str());
+      exit_code = 3;
+      break;
+    }
     if (!s->finished) continue;
     Expected<std::optional<CheckpointRecord>> cp = adapter->latest_checkpoint(o.run);
     if (cp && *cp && (*cp)->step >= s->step) {

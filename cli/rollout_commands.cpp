@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
@@ -58,6 +59,7 @@
 #include "rollout/coordinated_rollout.h"
 #include "rollout/coordinator_work_source.h"
 #include "rollout/farm_tools.h"
+#include "rollout/http_post.h"
 #include "rollout/openai_policy.h"
 #include "rollout/pool_bench.h"
 #include "rollout/replay_policy.h"
@@ -262,9 +264,42 @@ void wait_for(const WorkerSetup& w, StopSignals& signals, const std::atomic<bool
   }
 }
 
+// Waits until the policy server answers HTTP at all (any status: a hosted API has no /health) at
+// the root of its base URL's /health, so that episodes started while an engine still loads its
+// weights are not aborted. Gives up after 20 minutes (a large model on a slow disk) or a signal.
+Status wait_for_policy_server(const Manifest& m, StopSignals& signals) {
+  if (m.rollout.policy_backend != "openai") return Status::ok();
+  std::string base = m.rollout.policy_endpoint;
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  if (base.size() >= 3 && base.compare(base.size() - 3, 3, "/v1") == 0)
+    base.resize(base.size() - 3);
+  const std::string url = base + "/health";
+  const auto start = std::chrono::steady_clock::now();
+  auto next_note = start + std::chrono::seconds(15);
+  const timespec pause{.tv_sec = 1, .tv_nsec = 0};
+  for (;;) {
+    Expected<HttpResponse> r = http_get(url, {}, {.connect_ms = 2000, .total_ms = 5000});
+    if (r) return Status::ok();
+    const auto now = std::chrono::steady_clock::now();
+    if (now - start > std::chrono::minutes(20)) {
+      return r.error().with_context("the policy server at " + url +
+                                    " did not answer for 20 minutes");
+    }
+    if (now >= next_note) {
+      log_info("waiting for the policy server", {{"url", url}, {"error", r.error().to_string()}});
+      next_note = now + std::chrono::seconds(15);
+    }
+    if (::sigtimedwait(&signals.set, nullptr, &pause) > 0) {
+      return make_error(ErrorCategory::kUnavailable, "rollout.stopped",
+                        "stopped by a signal while waiting for the policy server at " + url);
+    }
+  }
+}
+
 // Coordinator mode (see the file comment).
 int serve_coordinated(const ServeRolloutArgs& a, WorkerSetup& w, StopSignals& signals) {
   const Manifest& m = w.m;
+  if (Status s = wait_for_policy_server(m, signals); !s) return report(s.error());
   const std::string endpoint = a.coordinator.empty() ? coordinator_endpoint(m) : a.coordinator;
   auto curve = client_curve(m);
   if (!curve) return report(curve.error());
@@ -310,6 +345,12 @@ int serve_coordinated(const ServeRolloutArgs& a, WorkerSetup& w, StopSignals& si
                                  log_error(*r.error, {{"episode", r.assignment.episode_id.value()},
                                                       {"attempt", attempt},
                                                       {"outcome", to_string(r.outcome)}});
+                               } else if (!r.abort_reason.empty()) {
+                                 log_warn("episode aborted (stored, not trained)",
+                                          {{"episode", r.assignment.episode_id.value()},
+                                           {"attempt", attempt},
+                                           {"outcome", to_string(r.outcome)},
+                                           {"reason", r.abort_reason}});
                                } else {
                                  log_info("episode finished",
                                           {{"episode", r.assignment.episode_id.value()},

@@ -144,6 +144,18 @@ Expected<RunSetup> settle_run(const TrainArgs& a) {
       a.manifest.empty() ? fs::current_path() : fs::absolute(a.manifest).parent_path();
   ASSIGN_OR_RETURN(r.manifest,
                    parse_manifest(text, a.manifest.empty() ? "<embedded>" : a.manifest, base));
+  // Every child reads the run directory's copy of the manifest: its paths must not depend on
+  // where that copy lives, so they are written out resolved.
+  Manifest& mm = r.manifest;
+  mm.store.dir = mm.paths.store_dir.string();
+  mm.run.checkpoint_dir = mm.paths.checkpoint_dir.string();
+  mm.tasks.train_set = mm.paths.train_set.string();
+  mm.tasks.eval_set = mm.paths.eval_set.string();
+  mm.model.path = mm.paths.model_path.string();
+  mm.rollout.replay_transcripts = mm.paths.replay_transcripts.string();
+  mm.security.server_secret_key_file = mm.paths.server_secret_key_file.string();
+  mm.security.client_secret_key_file = mm.paths.client_secret_key_file.string();
+  mm.security.server_public_key_file = mm.paths.server_public_key_file.string();
   const Manifest& m = r.manifest;
   std::int64_t bench_gpus = 0;
   for (const NodeSpec& n : m.nodes) {
@@ -242,7 +254,8 @@ struct Progress {
   std::optional<RunRecord> run;
   std::map<std::uint64_t, VersionReward> by_version;
   std::vector<CheckpointRecord> checkpoints;
-  std::uint64_t episodes = 0;
+  std::uint64_t episodes = 0;  ///< ran to a reward
+  std::uint64_t aborted = 0;   ///< stored aborted (no reward; not in the curve, never trained)
 };
 
 Expected<Progress> read_progress(const RunStore& store, const RunId& run) {
@@ -253,6 +266,10 @@ Expected<Progress> read_progress(const RunStore& store, const RunId& run) {
     return r.error();
   }
   RETURN_IF_ERROR(store.scan_run(run, [&](const EpisodeSummary& s) {
+    if (s.status == EpisodeStatus::kAborted) {
+      p.aborted += 1;
+      return true;
+    }
     VersionReward& v = p.by_version[s.policy_version.value()];
     v.episodes += 1;
     v.reward_sum += s.final_reward;
@@ -286,6 +303,28 @@ std::string reward_curve(const Progress& p, bool compile_only) {
   return out;
 }
 
+Status wait_for_store(LocalProcesses& children, const std::string& coordinator,
+                      const fs::path& store_dir) {
+  const Clock::time_point deadline = Clock::now() + std::chrono::seconds(60);
+  while (!fs::exists(store_dir / "CURRENT")) {
+    for (const ChildEvent& e : children.poll()) {
+      if (e.name == coordinator && e.kind == ChildEventKind::kExited) {
+        return make_error(ErrorCategory::kInternal, "train.coordinator_failed",
+                          "the coordinator exited with code " + std::to_string(e.exit_code) +
+                              " while starting; its log ends:\n" +
+                              LocalProcesses::log_tail(e.log_path, 20));
+      }
+    }
+    if (Clock::now() >= deadline) {
+      return make_error(
+          ErrorCategory::kTimeout, "train.no_store",
+          "the coordinator did not create the run store " + store_dir.string() + " within 60 s");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return Status::ok();
+}
+
 const char* kCompileOnlyNote =
     "reward: COMPILE-ONLY (no GPU bench in this run): real nvcc and the source and symbol "
     "policies decide +1 (builds) or -1; correctness and speed are NOT measured";
@@ -313,8 +352,14 @@ int run_train(const TrainArgs& a, StopSignals& signals) {
         children.stop_all();
         return report(s.error());
       }
-      if (p.role == "coordinator" && p.argv.size() > 2 && p.argv[2] == "coordinator")
+      if (p.role == "coordinator" && p.argv.size() > 2 && p.argv[2] == "coordinator") {
         coordinator_name = p.name;
+        // The learner reads the store the coordinator creates: start the rest once it exists.
+        if (Status s = wait_for_store(children, p.name, m.paths.store_dir); !s) {
+          children.stop_all();
+          return report(s.error());
+        }
+      }
       std::printf("  started %-28s %s\n", p.name.c_str(),
                   (r.run_dir / "logs" / (p.name + ".log")).c_str());
     }
@@ -328,6 +373,7 @@ int run_train(const TrainArgs& a, StopSignals& signals) {
   const Clock::time_point started = Clock::now();
   std::uint64_t shown_step = ~0ull;
   std::size_t shown_versions = 0;
+  std::uint64_t shown_aborted = 0;
   int exit_code = 0;
   bool finished = false;
   const timespec tick{.tv_sec = 0, .tv_nsec = 500'000'000};
@@ -343,10 +389,15 @@ int run_train(const TrainArgs& a, StopSignals& signals) {
       break;
     }
     for (const ChildEvent& e : children.poll()) {
-      if (e.kind == ChildEventKind::kExited && e.exit_code != 0) {
+      if (e.kind == ChildEventKind::kExited && e.exit_code != 0 && e.exit_code != 3) {
         std::printf("  %s exited with code %d; restarting it (log %s)\n", e.name.c_str(),
                     e.exit_code, e.log_path.c_str());
       } else if (e.kind == ChildEventKind::kGivenUp && e.name == coordinator_name && e.expected) {
+        finished = true;
+      } else if (e.kind == ChildEventKind::kGivenUp && e.exit_code == 3) {
+        std::printf("%s: the run cannot go on; stopping it. Its log ends:\n%s", e.name.c_str(),
+                    LocalProcesses::log_tail(e.log_path, 20).c_str());
+        exit_code = 1;
         finished = true;
       } else if (e.kind == ChildEventKind::kGivenUp && !e.expected) {
         std::printf("%s keeps failing (exit %d); stopping the run. Its log ends:\n%s",
@@ -368,18 +419,22 @@ int run_train(const TrainArgs& a, StopSignals& signals) {
     auto p = read_progress(*store, run);
     if (!p || !p->run) continue;
     const std::uint64_t step = p->run->coordinator_state ? p->run->policy_version.value() : 0;
-    if (step != shown_step || p->by_version.size() != shown_versions) {
+    if (step != shown_step || p->by_version.size() != shown_versions ||
+        p->aborted != shown_aborted) {
+      shown_aborted = p->aborted;
       shown_step = step;
       shown_versions = p->by_version.size();
       const auto secs = std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - started);
       const auto last = p->by_version.empty() ? VersionReward{} : p->by_version.rbegin()->second;
       std::printf(
-          "[%4llds] stage %-16s policy v%-3llu episodes %-5llu latest-version reward %s%s, "
+          "[%4llds] stage %-16s policy v%-3llu episodes %-5llu%s latest-version reward %s%s, "
           "checkpoints %zu\n",
           static_cast<long long>(secs.count()), to_string(p->run->stage).c_str(),
           static_cast<unsigned long long>(p->run->policy_version.value()),
-          static_cast<unsigned long long>(p->episodes), reward_line(last).c_str(),
-          r.compile_only ? " (compile-only)" : "", p->checkpoints.size());
+          static_cast<unsigned long long>(p->episodes),
+          p->aborted ? (" (+" + std::to_string(p->aborted) + " aborted)").c_str() : "",
+          reward_line(last).c_str(), r.compile_only ? " (compile-only)" : "",
+          p->checkpoints.size());
       std::fflush(stdout);
     }
   }
@@ -428,7 +483,8 @@ int run_status(const TrainArgs& a, bool json) {
                       "\",\"stage\":\"" + to_string(p->run->stage) +
                       "\",\"policy_version\":" + std::to_string(p->run->policy_version.value()) +
                       ",\"reward\":\"" + (r.compile_only ? "compile-only" : "full") +
-                      "\",\"episodes\":" + std::to_string(p->episodes) + ",\"by_version\":[";
+                      "\",\"episodes\":" + std::to_string(p->episodes) +
+                      ",\"aborted\":" + std::to_string(p->aborted) + ",\"by_version\":[";
     bool first = true;
     for (const auto& [version, v] : p->by_version) {
       out += std::string(first ? "" : ",") + "{\"version\":" + std::to_string(version) +
@@ -447,11 +503,14 @@ int run_status(const TrainArgs& a, bool json) {
     std::fputs(out.c_str(), stdout);
     return 0;
   }
-  std::printf("run '%s' (%s): %s, stage %s, policy v%llu, %llu episodes, %zu checkpoints\n",
-              run.value().c_str(), r.source.c_str(), p->run->state.c_str(),
-              to_string(p->run->stage).c_str(),
-              static_cast<unsigned long long>(p->run->policy_version.value()),
-              static_cast<unsigned long long>(p->episodes), p->checkpoints.size());
+  std::printf(
+      "run '%s' (%s): %s, stage %s, policy v%llu, %llu episodes (%llu aborted), %zu "
+      "checkpoints\n",
+      run.value().c_str(), r.source.c_str(), p->run->state.c_str(),
+      to_string(p->run->stage).c_str(),
+      static_cast<unsigned long long>(p->run->policy_version.value()),
+      static_cast<unsigned long long>(p->episodes), static_cast<unsigned long long>(p->aborted),
+      p->checkpoints.size());
   if (r.compile_only) std::printf("%s\n", kCompileOnlyNote);
   std::printf("%s", reward_curve(*p, r.compile_only).c_str());
   for (const auto& [version, v] : p->by_version) {

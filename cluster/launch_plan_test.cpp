@@ -113,7 +113,7 @@ TEST(LaunchPlanTest, SingleMachineRendersExactly) {
           "  CUDA_VISIBLE_DEVICES=0 NCCL_NVLS_ENABLE=0 cuda-agent serve policy-engine --model ") +
           run +
           "/tiny-policy --host 127.0.0.1 --port 5570 --device cuda:0 --dtype bf16 "
-          "--served-model-name policy  # policy-engine-gpu0\n"
+          "--served-model-name policy --max-seq-len 131072  # policy-engine-gpu0\n"
           "  CUDA_VISIBLE_DEVICES=0 NCCL_NVLS_ENABLE=0 cuda-agent serve rollout-worker "
           "--coordinator tcp://localhost:5550 --compile-farm tcp://localhost:5551 "
           "--bench-pool tcp://localhost:5553 --policy-endpoint http://127.0.0.1:5570/v1 "

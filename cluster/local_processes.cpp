@@ -143,7 +143,8 @@ std::vector<ChildEvent> LocalProcesses::poll() {
       ChildEvent e{ChildEventKind::kExited, c.spec.name, c.spec.role, code, false, c.log_path};
       events.push_back(e);
       // Exit 0 is the child's own decision (its work is done): not restarted.
-      if (c.expect_exit || code == 0 || c.restarts >= options_.max_restarts) {
+      if (c.expect_exit || code == 0 || c.restarts >= options_.max_restarts ||
+          (options_.fatal_exit_code != 0 && code == options_.fatal_exit_code)) {
         c.given_up = true;
         e.kind = ChildEventKind::kGivenUp;
         e.expected = code == 0;

@@ -43,6 +43,9 @@ struct LocalProcessOptions {
   int max_restarts = 5;
   /// First pause before a restart, doubled per restart of that child (at most 30 s). Default: 1 s.
   std::chrono::milliseconds restart_backoff_ms{1000};
+  /// A child exiting with this code reports a failure a restart cannot fix (a run that cannot go
+  /// on): it is given up at once. 0 disables. Default: 3 (kFatalExitCode).
+  int fatal_exit_code = 3;
   /// stop_all: SIGTERM, then SIGKILL to children still alive after this long. Default: 15 s.
   std::chrono::milliseconds stop_grace_ms{15'000};
 };

@@ -51,18 +51,30 @@ TEST(LocalProcesses, FailingChildIsRestartedUntilItsLimitAndLogsAppend) {
   TempDir d;
   LocalProcesses p(
       {.log_dir = d.path, .max_restarts = 2, .restart_backoff_ms = std::chrono::milliseconds(1)});
-  ASSERT_TRUE(p.start(sh("fail", "echo run $CA_TEST_VAR; exit 3")).is_ok());
+  ASSERT_TRUE(p.start(sh("fail", "echo run $CA_TEST_VAR; exit 4")).is_ok());
   auto events =
       poll_until(p, [](const auto& e) { return count(e, ChildEventKind::kGivenUp) == 1; });
   EXPECT_EQ(count(events, ChildEventKind::kExited), 3u);
   EXPECT_EQ(count(events, ChildEventKind::kRestarted), 2u);
   ASSERT_EQ(count(events, ChildEventKind::kGivenUp), 1u);
-  EXPECT_EQ(events.back().exit_code, 3);
+  EXPECT_EQ(events.back().exit_code, 4);
   EXPECT_FALSE(events.back().expected);
   const std::string tail = LocalProcesses::log_tail(d.path + "/fail.log", 100);
   EXPECT_NE(tail.find("run hello"), std::string::npos);
   EXPECT_EQ(std::count(tail.begin(), tail.end(), '\n'), 6);  // 3 banners + 3 lines
   EXPECT_FALSE(p.start(sh("fail", "true")).is_ok());         // names are unique
+}
+
+TEST(LocalProcesses, FatalExitCodeIsGivenUpWithoutARestart) {
+  TempDir d;
+  LocalProcesses p({.log_dir = d.path, .restart_backoff_ms = std::chrono::milliseconds(1)});
+  ASSERT_TRUE(p.start(sh("fatal", "exit 3")).is_ok());
+  auto events =
+      poll_until(p, [](const auto& e) { return count(e, ChildEventKind::kGivenUp) == 1; });
+  EXPECT_EQ(count(events, ChildEventKind::kRestarted), 0u);
+  ASSERT_EQ(count(events, ChildEventKind::kGivenUp), 1u);
+  EXPECT_EQ(events.back().exit_code, 3);
+  EXPECT_FALSE(events.back().expected);
 }
 
 TEST(LocalProcesses, ExitZeroIsDoneAndKilledChildIsRestarted) {

@@ -15,9 +15,10 @@ enum class WriteKind : std::uint8_t { kEpisode, kStep, kCheckpoint };
 
 struct PendingWrite {
   WriteKind kind = WriteKind::kEpisode;
-  EpisodeId episode;  // kEpisode
-  WorkerId worker;    // kEpisode
-  StoreWrite write;   // kStep, kCheckpoint: kept to retry
+  EpisodeId episode;      // kEpisode
+  WorkerId worker;        // kEpisode
+  StoreWrite write;       // kStep, kCheckpoint: kept to retry
+  bool trainable = true;  // kEpisode: false when it was submitted aborted
   std::vector<caf::typed_response_promise<SubmitReply>> promises;  // kEpisode
   PolicyVersion new_version;                                       // kStep
 };
@@ -40,6 +41,9 @@ struct CoordinatorActorState {
   std::optional<Batch> batch;
   std::uint64_t checkpoints = 0;
   std::int64_t created_unix_ms = 0;
+  std::uint64_t aborted = 0;         // episodes stored aborted since start
+  std::uint64_t aborted_in_row = 0;  // ... since the last one that ran to a reward
+  std::string failure;               // why the run cannot go on (then nothing is dispatched)
 
   bool finished() const { return progress.stage_index >= options.stages.size(); }
   EpisodeStage stage() const {
@@ -181,6 +185,27 @@ void maybe_start_step(Self self) {
             });
 }
 
+// A run whose episodes all abort (an unreachable policy server, a prompt over the context limit)
+// would otherwise dispatch and store aborted episodes for ever: after this many in a row (at
+// least 16, or 4 batches) the coordinator stops dispatching and reports the run failed.
+void note_outcome(Self self, const EpisodeId& episode, bool trainable) {
+  auto& st = self->state;
+  if (trainable) {
+    st.aborted_in_row = 0;
+    return;
+  }
+  ++st.aborted;
+  ++st.aborted_in_row;
+  const std::uint64_t limit = std::max<std::uint64_t>(16, 4 * st.options.staleness.batch_episodes);
+  if (st.aborted_in_row < limit || !st.failure.empty()) return;
+  st.failure = "the last " + std::to_string(st.aborted_in_row) +
+               " episodes were all aborted before a reward (the latest: " + episode.value() +
+               "): the policy server or the tools keep failing; the rollout workers' logs and "
+               "`cuda-agent trajectories show " +
+               episode.value() + " --store STORE` say why";
+  log_error("coordinator: run failed: " + st.failure);
+}
+
 void on_stored(Self self, const StoreDone& done) {
   auto& st = self->state;
   auto it = st.writes.find(done.write_id);
@@ -192,7 +217,8 @@ void on_stored(Self self, const StoreDone& done) {
     st.storing.erase(taken.episode);
     SubmitReply reply{taken.episode, SubmitStatus::kAcknowledged, ""};
     if (done.ok) {
-      st.ledger->acknowledge(taken.episode);
+      st.ledger->acknowledge(taken.episode, taken.trainable);
+      note_outcome(self, taken.episode, taken.trainable);
     } else {
       st.ledger->store_failed(taken.episode, !st.membership->known(taken.worker));
       reply.status = SubmitStatus::kStoreFailed;
@@ -244,6 +270,7 @@ caf::typed_response_promise<SubmitReply> on_submit(Self self, TrajectorySubmissi
       w.kind = WriteKind::kEpisode;
       w.episode = id;
       w.worker = s.worker;
+      w.trainable = s.episode.status != EpisodeStatus::kAborted;
       w.promises.push_back(promise);
       EpisodeAttemptRecord attempt;
       attempt.run_id = st.options.run;
@@ -334,6 +361,10 @@ coordinator_actor::behavior_type coordinator_fn(Self self, CoordinatorOptions op
           reply.reason = "run finished";
           return reply;
         }
+        if (!st.failure.empty()) {
+          reply.reason = "run failed: " + st.failure;
+          return reply;
+        }
         std::optional<Assignment> a = st.ledger->dispatch(r.worker, st.published, st.stage());
         if (!a) {
           reply.reason = "staleness bound: waiting for policy version " +
@@ -381,6 +412,8 @@ coordinator_actor::behavior_type coordinator_fn(Self self, CoordinatorOptions op
         s.rejected = k.rejected;
         s.members = st.membership->members().size();
         s.checkpoints = st.checkpoints;
+        s.aborted = st.aborted;
+        s.failure = st.failure;
         return s;
       },
       [self](stored_atom, const StoreDone& done) { on_stored(self, done); },

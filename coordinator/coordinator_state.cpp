@@ -78,10 +78,16 @@ Expected<Restored> restore_ledger(const RestoreInputs& in, const CoordinatorStat
   // 2. Stored episodes the saved state had in flight or queued; collect those minted later.
   std::map<std::uint64_t, const EpisodeSummary*> later;
   std::uint64_t adopted = 0;
+  std::uint64_t adopted_aborted = 0;  // stored aborted: settled stale, as acknowledge() does
   auto adopt = [&](const LedgerEntry& e, const EpisodeSummary& sum) {
     LedgerEntry a = e;
-    a.phase = EpisodePhase::kAcknowledged;
-    a.ack_seq = next_ack++;
+    if (sum.status == EpisodeStatus::kAborted) {
+      a.phase = EpisodePhase::kStale;
+      ++adopted_aborted;
+    } else {
+      a.phase = EpisodePhase::kAcknowledged;
+      a.ack_seq = next_ack++;
+    }
     if (a.attempt == 0) a.attempt = 1;
     if (a.seq >= s.next_episode_seq) a.dispatched_version = sum.policy_version;
     ledger.restore_entry(std::move(a));
@@ -122,8 +128,10 @@ Expected<Restored> restore_ledger(const RestoreInputs& in, const CoordinatorStat
     adopt(e, *it->second);
   }
   out.report.adopted = adopted;
-  counters.accepted += adopted;
-  ledger.restore_counters(counters, ledger.next_seq(), next_ack, s.trained, s.stale, s.orphaned);
+  counters.accepted += adopted - adopted_aborted;
+  counters.rejected += adopted_aborted;
+  ledger.restore_counters(counters, ledger.next_seq(), next_ack, s.trained,
+                          s.stale + adopted_aborted, s.orphaned);
 
   // 4. Versions after the saved one are off the lineage.
   out.report.orphaned = ledger.rollback(s.policy_version);

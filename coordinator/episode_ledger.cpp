@@ -99,12 +99,12 @@ SubmitCheck EpisodeLedger::begin_submit(const EpisodeId& episode, std::uint32_t 
   return SubmitCheck::kDuplicate;
 }
 
-void EpisodeLedger::acknowledge(const EpisodeId& episode) {
+void EpisodeLedger::acknowledge(const EpisodeId& episode, bool trainable) {
   auto it = entries_.find(episode);
   if (it == entries_.end() || it->second.phase != EpisodePhase::kInFlight) return;
   LedgerEntry& e = it->second;
   e.storing = false;
-  if (e.off_lineage || e.drop_on_ack) {
+  if (e.off_lineage || e.drop_on_ack || !trainable) {
     staleness_.on_rejected();
     set_phase(e, e.off_lineage ? EpisodePhase::kOrphaned : EpisodePhase::kStale);
     return;

@@ -111,7 +111,9 @@ class EpisodeLedger {
 
   SubmitCheck begin_submit(const EpisodeId& episode, std::uint32_t attempt);
   /// The store acknowledged the episode's write.
-  void acknowledge(const EpisodeId& episode);
+  /// `trainable` false: the episode was stored but cannot be trained (it was aborted before a
+  /// reward: the policy server or a tool failed); it is settled as stale at once.
+  void acknowledge(const EpisodeId& episode, bool trainable = true);
   /// The write failed: the episode stays in flight (its worker retries), or is queued for a rerun
   /// when `requeue` (its worker is gone).
   void store_failed(const EpisodeId& episode, bool requeue);

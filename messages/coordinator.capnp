@@ -97,6 +97,8 @@ struct CoordinatorStatus {
   rejected @12 :UInt64;      # work requests refused by the staleness bound
   members @13 :UInt64;       # members the coordinator has heard from and not lost
   checkpoints @14 :UInt64;   # checkpoints written, over the run
+  aborted @15 :UInt64;       # episodes stored aborted since this coordinator started
+  failure @16 :Text;         # why the run cannot go on; empty while it can
 }
 
 # Learner -> coordinator: this process offers itself as the run's learner. No reply; the

@@ -126,6 +126,8 @@ struct BodyWriter {
     out.setRejected(in.rejected);
     out.setMembers(in.members);
     out.setCheckpoints(in.checkpoints);
+    out.setAborted(in.aborted);
+    out.setFailure(in.failure);
   }
   void operator()(const AttachLearner& in) {
     body.initAttachLearner().setLearner(text(in.learner.value()));
@@ -220,6 +222,8 @@ Expected<CoordinatorBody> read_status(wire::CoordinatorStatus::Reader in) {
   out.rejected = in.getRejected();
   out.members = in.getMembers();
   out.checkpoints = in.getCheckpoints();
+  out.aborted = in.getAborted();
+  out.failure = in.getFailure();
   return CoordinatorBody{std::move(out)};
 }
 

@@ -102,6 +102,11 @@ struct CoordinatorStatus {
   std::uint64_t accepted = 0, running = 0, rejected = 0;
   std::uint64_t members = 0;
   std::uint64_t checkpoints = 0;
+  /// Episodes stored aborted (no reward: the policy server or a tool failed) since this
+  /// coordinator started; counted in `stale`, never trained.
+  std::uint64_t aborted = 0;
+  /// Why the run cannot go on (e.g. every recent episode aborted); empty while it can.
+  std::string failure;
 };
 
 /// One learner step: train on these episodes, starting from `version`.

@@ -161,6 +161,14 @@ Expected<std::string> ChatFormat::render(std::span<const ChatMessage> messages,
     first = 1;
   }
   ASSIGN_OR_RETURN(std::string out, render_system(system, tools_json));
+  out += render_turns(messages, first);
+  if (add_generation_prompt) out += kGenerationPrompt;
+  return out;
+}
+
+std::string ChatFormat::render_turns(std::span<const ChatMessage> messages,
+                                     std::size_t first) const {
+  std::string out;
   for (std::size_t i = first; i < messages.size();) {
     if (messages[i].role != ChatRole::kTool) {
       out += render_message(messages[i++]);
@@ -171,6 +179,14 @@ Expected<std::string> ChatFormat::render(std::span<const ChatMessage> messages,
       results.push_back(messages[i].content);
     out += render_tool_results(results);
   }
+  return out;
+}
+
+std::string ChatFormat::render_continuation(std::span<const ChatMessage> messages,
+                                            bool ended_with_im_end,
+                                            bool add_generation_prompt) const {
+  std::string out = ended_with_im_end ? "\n" : "<|im_end|>\n";
+  out += render_turns(messages, 0);
   if (add_generation_prompt) out += kGenerationPrompt;
   return out;
 }

@@ -87,12 +87,22 @@ class ChatFormat {
                                std::span<const std::string> tools_json,
                                bool add_generation_prompt) const;
 
+  /// What follows an assistant turn the model sampled (its ids ending with <|im_end|> when
+  /// `ended_with_im_end`, else cut short) when `messages` (user and tool messages) come next:
+  /// the rest of that turn's end ("\n", or "<|im_end|>\n" for a cut turn), the messages as
+  /// render() renders them, and the generation prompt when asked. Appended to the exact ids of
+  /// the conversation so far, it gives a prompt that never re-tokenizes the history.
+  std::string render_continuation(std::span<const ChatMessage> messages, bool ended_with_im_end,
+                                  bool add_generation_prompt) const;
+
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   TokenId im_start() const { return im_start_; }
   TokenId im_end() const { return im_end_; }
 
  private:
   ChatFormat() = default;
+  /// messages[first..] as render() renders them after the system turn.
+  std::string render_turns(std::span<const ChatMessage> messages, std::size_t first) const;
   std::shared_ptr<const Tokenizer> tokenizer_;
   ChatFormatOptions options_;
   TokenId im_start_ = 0;

@@ -247,6 +247,25 @@ std::optional<Reply> read_prompt(const json& j, const Tokenizer& tok,
   return bad_field("prompt", "must be text, an array of token ids, or one of those in an array");
 }
 
+// cuda-agent's `context_token_ids` (chat): the conversation so far as exact ids; absent or empty:
+// none.
+std::optional<Reply> read_context_ids(const json& j, const Tokenizer& tok,
+                                      std::vector<std::int64_t>& out) {
+  if (!j.contains("context_token_ids") || j["context_token_ids"].is_null()) return std::nullopt;
+  const json& c = j["context_token_ids"];
+  if (!c.is_array()) return bad_field("context_token_ids", "must be an array of token ids");
+  const auto vocab = static_cast<std::int64_t>(tok.vocab_size());
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    if (!c[i].is_number_integer() || c[i].get<std::int64_t>() < 0 ||
+        c[i].get<std::int64_t>() >= vocab) {
+      return bad_field("context_token_ids[" + std::to_string(i) + "]",
+                       "must be a token id in [0, " + std::to_string(vocab) + ")");
+    }
+    out.push_back(c[i].get<std::int64_t>());
+  }
+  return std::nullopt;
+}
+
 std::string finish_reason(const EngineJobOutcome& o) {
   return o.finish == "max_new_tokens" ? "length" : "stop";
 }
@@ -397,11 +416,33 @@ void EngineServer::Http::generate(const httplib::Request& req, httplib::Response
     std::vector<std::string> tools;
     if (auto r = read_messages(j, messages)) return send(res, *r);
     if (auto r = read_tools(j, tools)) return send(res, *r);
-    auto text = chat->render(messages, tools, /*add_generation_prompt=*/true);
-    if (!text) return send(res, bad_field("messages", text.error().message));
-    auto ids = core().tokenizer().encode(*text);
-    if (!ids) return send(res, bad_field("messages", ids.error().message));
-    a.prompt.assign(ids->begin(), ids->end());
+    std::vector<std::int64_t> context;
+    if (auto r = read_context_ids(j, core().tokenizer(), context)) return send(res, *r);
+    if (context.empty()) {
+      auto text = chat->render(messages, tools, /*add_generation_prompt=*/true);
+      if (!text) return send(res, bad_field("messages", text.error().message));
+      auto ids = core().tokenizer().encode(*text);
+      if (!ids) return send(res, bad_field("messages", ids.error().message));
+      a.prompt.assign(ids->begin(), ids->end());
+    } else {
+      // Token-exact continuation: the ids so far verbatim, then only what follows the last
+      // assistant message, rendered and tokenized on its own.
+      std::size_t after = messages.size();
+      while (after > 0 && messages[after - 1].role != ChatRole::kAssistant) --after;
+      if (after == 0) {
+        return send(res, bad_field("context_token_ids",
+                                   "needs an assistant message in `messages` (the ids cover the "
+                                   "conversation up to the end of the last one)"));
+      }
+      const std::string text =
+          chat->render_continuation(std::span(messages).subspan(after),
+                                    context.back() == static_cast<std::int64_t>(chat->im_end()),
+                                    /*add_generation_prompt=*/true);
+      auto ids = core().tokenizer().encode(text);
+      if (!ids) return send(res, bad_field("messages", ids.error().message));
+      a.prompt = std::move(context);
+      a.prompt.insert(a.prompt.end(), ids->begin(), ids->end());
+    }
   } else if (auto r = read_prompt(j, core().tokenizer(), a.prompt)) {
     return send(res, *r);
   }

@@ -20,6 +20,11 @@
 //    stop (a string or strings), and the vLLM extensions stop_token_ids, ignore_eos (no default
 //    stop tokens: config.json's eos and <|im_end|>, <|endoftext|>). `n` must be 1; `stream` is
 //    refused.
+//    `context_token_ids` (cuda-agent's extension, chat only): the conversation up to the end of
+//    the last assistant message as the exact ids the model saw and sampled (the previous reply's
+//    prompt_token_ids + token_ids); the prompt is then those ids verbatim followed by only the
+//    messages after the last assistant message (ChatFormat::render_continuation), so a
+//    multi-turn history is never re-tokenized (DESIGN.md section 6).
 //    Token-exact fields, always present: `prompt_token_ids` (top level: the ids the model saw),
 //    choices[0].`token_ids` (the sampled ids verbatim, the stop token included),
 //    choices[0].`first_policy_version` / `last_policy_version` (the weights the first and last

@@ -288,6 +288,54 @@ TEST_F(EngineServerTest, ChatRendersTheChatFormatAndIsTokenExact) {
   EXPECT_TRUE(finish == "stop" || finish == "length" || finish == "tool_calls") << finish;
 }
 
+// A second turn with context_token_ids: the prompt is those ids verbatim plus only the messages
+// after the last assistant message, whatever the assistant message's text re-renders to.
+TEST_F(EngineServerTest, ContextTokenIdsContinueWithoutReTokenizing) {
+  auto server = start(2, 512);
+  ASSERT_TRUE(server);
+  json messages = json::array({{{"role", "system"}, {"content", "You write CUDA kernels."}},
+                               {{"role", "user"}, {"content", "Write a relu kernel."}}});
+  json req = {{"model", "x"},      {"messages", messages}, {"seed", 3},
+              {"max_tokens", 12},  {"logprobs", true},     {"return_tokens_as_token_ids", true},
+              {"ignore_eos", true}};
+  HttpReply first = post(server->port(), "/v1/chat/completions", req);
+  ASSERT_EQ(first.status, 200) << first.body.dump();
+  std::vector<std::int64_t> context = first.body["prompt_token_ids"];
+  const std::vector<std::int64_t> sampled = first.body["choices"][0]["token_ids"];
+  context.insert(context.end(), sampled.begin(), sampled.end());
+
+  // The assistant message as a client would echo it: text that need not re-tokenize to `sampled`.
+  messages.push_back({{"role", "assistant"}, {"content", "a reply that re-renders differently"}});
+  messages.push_back({{"role", "tool"}, {"tool_call_id", "c1"}, {"content", "compiled"}});
+  req["messages"] = messages;
+  req["context_token_ids"] = context;
+  HttpReply second = post(server->port(), "/v1/chat/completions", req);
+  ASSERT_EQ(second.status, 200) << second.body.dump();
+  const std::vector<std::int64_t> prompt = second.body["prompt_token_ids"];
+  ASSERT_GT(prompt.size(), context.size());
+  EXPECT_TRUE(std::equal(context.begin(), context.end(), prompt.begin()));
+  auto tok = std::make_shared<const Tokenizer>(*Tokenizer::load(dirs_->str("v0")));
+  auto format = ChatFormat::create(tok);
+  ASSERT_TRUE(format);
+  std::vector<ChatMessage> tail = {{ChatRole::kTool, "compiled", {}}};
+  const std::string cont = format->render_continuation(
+      tail, context.back() == static_cast<std::int64_t>(format->im_end()), true);
+  const std::vector<TokenId> added(prompt.begin() + static_cast<std::ptrdiff_t>(context.size()),
+                                   prompt.end());
+  EXPECT_EQ(*tok->decode(added), cont);
+
+  // Bad ids and a context without an assistant message are refused, naming the field.
+  req["context_token_ids"] = json::array({1, -5});
+  HttpReply bad = post(server->port(), "/v1/chat/completions", req);
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_EQ(bad.body["error"]["param"], "context_token_ids[1]") << bad.body.dump();
+  req["context_token_ids"] = context;
+  req["messages"] = json::array({{{"role", "user"}, {"content", "hi"}}});
+  bad = post(server->port(), "/v1/chat/completions", req);
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_EQ(bad.body["error"]["param"], "context_token_ids") << bad.body.dump();
+}
+
 // Tool calls in generated text come back as OpenAI tool_calls; malformed ones as plain text.
 TEST(EngineChatMessageTest, ToolCallsInTheModelsFormat) {
   bool calls = false;

@@ -122,6 +122,17 @@ void CoordinatedRollout::submit(AssignmentResult& result, EpisodeRecord record) 
   }
 }
 
+// Why an aborted episode ended: its last failed tool result (the policy backend's error, a tool
+// that could not run), as the episode recorded it.
+static std::string abort_reason(const Episode& episode) {
+  for (auto turn = episode.turns.rbegin(); turn != episode.turns.rend(); ++turn) {
+    for (const ToolResult& r : turn->tool_results) {
+      if (r.is_error) return r.content;
+    }
+  }
+  return "aborted before any turn";
+}
+
 AssignmentResult CoordinatedRollout::run_assignment(const RunId& run, const Assignment& a,
                                                     GenerationGate& gate) {
   AssignmentResult result{.assignment = a};
@@ -163,6 +174,7 @@ AssignmentResult CoordinatedRollout::run_assignment(const RunId& run, const Assi
     result.outcome = AssignmentOutcome::kStopped;
     return result;
   }
+  if (episode.status == EpisodeStatus::kAborted) result.abort_reason = abort_reason(episode);
   submit(result, episode_record(episode));
   return result;
 }

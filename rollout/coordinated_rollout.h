@@ -114,6 +114,9 @@ struct AssignmentResult {
   std::uint32_t submit_tries = 0;
   /// The assignment could not be prepared; it was submitted as an aborted, empty episode.
   bool not_prepared = false;
+  /// The episode ended aborted (summary.status): why, from its last failed tool result (e.g. the
+  /// policy backend's error); empty otherwise.
+  std::string abort_reason;
   std::optional<Error> error;  ///< kFailed: why; otherwise, with not_prepared: why not
 };
 

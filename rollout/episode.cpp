@@ -244,6 +244,7 @@ Episode EpisodeRunner::run() {
                           .max_new_tokens = spec_.max_new_tokens_per_turn,
                           .seed = spec_.seed == 0 ? 0 : spec_.seed + turn_index,
                           .deadline_unix_ms = now_unix_ms() + wall_left};
+    if (token_exact_) request.context_token_ids.assign(sequence_.begin(), sequence_.end());
     const auto t0 = Clock::now();
     auto reply = spec_.policy->next(request);
     Status exact = reply ? take_prompt_tokens(*reply, turn_index) : Status{};

@@ -38,24 +38,25 @@ std::size_t read_header(char* data, std::size_t size, std::size_t n, void* out) 
   return size * n;
 }
 
-}  // namespace
-
-Expected<HttpResponse> http_post_json(const std::string& url, const std::string& body,
-                                      const std::vector<std::string>& headers,
-                                      const HttpTimeouts& timeouts) {
+// One request: a POST of `body` when `post`, else a GET.
+Expected<HttpResponse> perform(bool post, const std::string& url, const std::string& body,
+                               const std::vector<std::string>& headers,
+                               const HttpTimeouts& timeouts) {
   init_curl_once();
   std::unique_ptr<CURL, void (*)(CURL*)> curl(curl_easy_init(), curl_easy_cleanup);
   if (!curl) return make_error(ErrorCategory::kInternal, "http.init", "curl_easy_init failed");
-  curl_slist* list = curl_slist_append(nullptr, "Content-Type: application/json");
+  curl_slist* list = post ? curl_slist_append(nullptr, "Content-Type: application/json") : nullptr;
   for (const auto& h : headers) list = curl_slist_append(list, h.c_str());
   std::unique_ptr<curl_slist, void (*)(curl_slist*)> header_list(list, curl_slist_free_all);
 
   HttpResponse response;
   CURL* c = curl.get();
   curl_easy_setopt(c, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(c, CURLOPT_POST, 1L);
-  curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.data());
-  curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+  if (post) {
+    curl_easy_setopt(c, CURLOPT_POST, 1L);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.data());
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+  }
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, header_list.get());
   curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(timeouts.connect_ms));
   curl_easy_setopt(c, CURLOPT_TIMEOUT_MS,
@@ -71,8 +72,8 @@ Expected<HttpResponse> http_post_json(const std::string& url, const std::string&
 
   const CURLcode rc = curl_easy_perform(c);
   if (rc != CURLE_OK) {
-    const std::string what =
-        "POST " + url + ": " + (error_text[0] ? error_text : curl_easy_strerror(rc));
+    const std::string what = std::string(post ? "POST " : "GET ") + url + ": " +
+                             (error_text[0] ? error_text : curl_easy_strerror(rc));
     switch (rc) {
       case CURLE_OPERATION_TIMEDOUT:
         return make_error(ErrorCategory::kTimeout, "http.timeout", what);
@@ -88,6 +89,19 @@ Expected<HttpResponse> http_post_json(const std::string& url, const std::string&
   }
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &response.status);
   return response;
+}
+
+}  // namespace
+
+Expected<HttpResponse> http_post_json(const std::string& url, const std::string& body,
+                                      const std::vector<std::string>& headers,
+                                      const HttpTimeouts& timeouts) {
+  return perform(true, url, body, headers, timeouts);
+}
+
+Expected<HttpResponse> http_get(const std::string& url, const std::vector<std::string>& headers,
+                                const HttpTimeouts& timeouts) {
+  return perform(false, url, {}, headers, timeouts);
 }
 
 }  // namespace cuda_agent

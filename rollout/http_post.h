@@ -1,5 +1,5 @@
-// One HTTP POST with a JSON body through libcurl, bounded by a connect timeout and a total
-// deadline. Used by the OpenAI-compatible policy backend; no retries here (the caller decides
+// One HTTP POST with a JSON body (or a GET) through libcurl, bounded by a connect timeout and a
+// total deadline. Used by the OpenAI-compatible policy backend; no retries here (the caller decides
 // what is worth retrying, see rollout/openai_policy.cpp).
 //
 //   Expected<HttpResponse> r = http_post_json("http://127.0.0.1:8000/v1/chat/completions", body,
@@ -34,5 +34,9 @@ struct HttpResponse {
 Expected<HttpResponse> http_post_json(const std::string& url, const std::string& body,
                                       const std::vector<std::string>& headers,
                                       const HttpTimeouts& timeouts);
+
+/// One HTTP GET (e.g. a server's /health), with the same errors as http_post_json.
+Expected<HttpResponse> http_get(const std::string& url, const std::vector<std::string>& headers,
+                                const HttpTimeouts& timeouts);
 
 }  // namespace cuda_agent

@@ -91,6 +91,8 @@ std::string openai_request_body(const std::string& model, const PolicyRequest& r
   if (request_token_ids) {
     body["logprobs"] = true;
     body["return_tokens_as_token_ids"] = true;
+    // Only a backend that reported prompt_token_ids (cuda-agent-engine) leads to these.
+    if (!request.context_token_ids.empty()) body["context_token_ids"] = request.context_token_ids;
   }
   if (!request.tools.empty()) {
     json tools = json::array();

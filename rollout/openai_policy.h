@@ -23,6 +23,10 @@
 // learner/train_sequence.h trains on: prompt and tool tokens with mask 0, sampled tokens with
 // mask 1 and their logprobs.
 //
+// Multi-turn token-exact episodes send `context_token_ids` (PolicyRequest::context_token_ids,
+// cuda-agent-engine's extension): the engine then appends only the new messages to those ids
+// instead of re-rendering and re-tokenizing the history.
+//
 // Retries: connection failures, timeouts of one attempt, and statuses 408, 409, 429, 500, 502,
 // 503 and 504 are retried with exponential backoff and jitter (a Retry-After header is honoured),
 // up to max_attempts and never past the request's deadline. Other statuses fail at once with

@@ -375,6 +375,10 @@ TEST_F(OpenAiPolicyTest, AnEngineEpisodeIsTokenExactAndTrainable) {
   const auto sent = server.received();
   ASSERT_EQ(sent.size(), 2u);
   EXPECT_TRUE(json::parse(sent[0].body)["return_tokens_as_token_ids"].get<bool>());
+  // The first turn has no history; the second sends it as the exact ids (prompt + sampled).
+  EXPECT_FALSE(json::parse(sent[0].body).contains("context_token_ids"));
+  EXPECT_EQ(json::parse(sent[1].body)["context_token_ids"].get<std::vector<std::int32_t>>(),
+            (std::vector<std::int32_t>{1, 2, 3, 4, 5, 6, 100, 101, 102}));
 
   auto seq = to_train_sequence(e, {.vocab_size = 1000});
   ASSERT_TRUE(seq) << seq.error().to_string();

@@ -41,6 +41,11 @@ struct PolicyRequest {
   std::int64_t max_new_tokens = 8192;
   std::uint64_t seed = 0;             ///< 0: none requested
   std::int64_t deadline_unix_ms = 0;  ///< the turn must be back by then; 0: the backend's timeout
+  /// The conversation through the last assistant turn as the exact ids the model saw and
+  /// sampled, when earlier turns were token-exact; else empty. A backend that takes them
+  /// (cuda-agent-engine's `context_token_ids`) appends only the new messages, so the history is
+  /// never re-tokenized.
+  std::vector<std::int32_t> context_token_ids;
 };
 
 /// One assistant turn.
