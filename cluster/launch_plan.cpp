@@ -161,14 +161,14 @@ std::vector<NodePlan> plan_launch(const Manifest& manifest,
       for (std::int64_t gpu : rollout_slots(node)) {
         const std::string& url = engines[engine_index].url;
         const std::string port = url.substr(url.rfind(':') + 1);
-        ProcessSpec engine{.role = "rollout",
-                           .name = "policy-engine-" + slot_name(gpu),
-                           .argv = {kProgram, "serve", "policy-engine", "--model", model_dir,
-                                    "--host", one_node ? "127.0.0.1" : "0.0.0.0", "--port", port,
-                                    "--device", gpu < 0 ? "cpu" : "cuda:0", "--dtype",
-                                    manifest.model.dtype, "--served-model-name", "policy",
-                                    "--max-seq-len",
-                                    std::to_string(manifest.rollout.max_context_tokens)}};
+        ProcessSpec engine{
+            .role = "rollout",
+            .name = "policy-engine-" + slot_name(gpu),
+            .argv = {kProgram, "serve", "policy-engine", "--model", model_dir, "--host",
+                     one_node ? "127.0.0.1" : "0.0.0.0", "--port", port, "--device",
+                     gpu < 0 ? "cpu" : "cuda:0", "--dtype", manifest.model.dtype,
+                     "--served-model-name", "policy", "--max-seq-len",
+                     std::to_string(manifest.rollout.max_context_tokens)}};
         std::vector<std::string> args = {"rollout-worker", "--coordinator",
                                          coordinator_endpoint(manifest), "--compile-farm",
                                          endpoint(kCompileClientPort)};
