@@ -31,6 +31,7 @@
 #include "gpu_bench/bench_service.h"
 #include "gpu_bench/device_probe.h"
 #include "messages/trajectory_codec.h"
+#include "rollout/agent_tools.h"
 #include "rollout/episode.h"
 #include "rollout/eval_summary.h"
 #include "rollout/farm_tools.h"
@@ -197,6 +198,8 @@ int run_eval(const EvalArgs& a) {
                                           .max_context_tokens = manifest.rollout.max_context_tokens,
                                           .wall_ms = manifest.rollout.episode_wall_ms};
                         p.spec.temperature = manifest.rollout.temperature;
+                        p.spec.system_prompt =
+                            std::string(agent_system_prompt(manifest.rollout.system_prompt));
                         p.spec.top_p = manifest.rollout.top_p;
                         p.spec.max_new_tokens_per_turn = manifest.rollout.max_new_tokens_per_turn;
                         return p;

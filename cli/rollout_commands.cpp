@@ -55,6 +55,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "gpu_bench/bench_pool.h"
+#include "rollout/agent_tools.h"
 #include "rollout/compile_only_tools.h"
 #include "rollout/coordinated_rollout.h"
 #include "rollout/coordinator_work_source.h"
@@ -227,6 +228,7 @@ Expected<PreparedEpisode> prepare_episode(const WorkerSetup& w, const Task& task
                     .max_context_tokens = o.max_context_tokens,
                     .wall_ms = o.episode_wall_ms};
   p.spec.temperature = o.temperature;
+  p.spec.system_prompt = std::string(agent_system_prompt(o.system_prompt));
   p.spec.top_p = o.top_p;
   p.spec.max_new_tokens_per_turn = o.max_new_tokens_per_turn;
   return p;

@@ -34,4 +34,17 @@ const std::vector<PolicyTool>& agent_tools() {
   return kTools;
 }
 
+std::string_view agent_brief_document() {
+  return "You replace the computation of model.py (a PyTorch Model) with your own CUDA kernels. "
+         "Write kernels/*.cu with __global__ kernels and extern \"C\" launchers taking a "
+         "trailing cudaStream_t, and model_new.py with class ModelNew calling them through "
+         "`import kernels`. Tools: write_file, edit_file, read_file, list_files, compile, "
+         "verify, benchmark, profile, finish. Call finish when done; the final workspace is "
+         "evaluated.";
+}
+
+std::string_view agent_system_prompt(std::string_view kind) {
+  return kind == "brief" ? agent_brief_document() : agent_skill_document();
+}
+
 }  // namespace cuda_agent

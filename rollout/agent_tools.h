@@ -17,6 +17,12 @@ namespace cuda_agent {
 /// rollout/agent_skill.md as built into this binary.
 std::string_view agent_skill_document();
 
+/// A few lines naming the workspace files and the tools (`[rollout] system_prompt = "brief"`).
+std::string_view agent_brief_document();
+
+/// The system message for `[rollout] system_prompt` ("skill" or "brief"; anything else: skill).
+std::string_view agent_system_prompt(std::string_view kind);
+
 /// write_file, edit_file, read_file, list_files, compile, verify, benchmark, profile, finish.
 const std::vector<PolicyTool>& agent_tools();
 

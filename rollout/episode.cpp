@@ -227,7 +227,10 @@ Episode EpisodeRunner::run() {
   episode_.stage = spec_.stage;
   episode_.status = EpisodeStatus::kTruncated;
 
-  messages_.push_back({ChatRole::kSystem, std::string(agent_skill_document()), {}});
+  messages_.push_back(
+      {ChatRole::kSystem,
+       spec_.system_prompt.empty() ? std::string(agent_skill_document()) : spec_.system_prompt,
+       {}});
   messages_.push_back({ChatRole::kUser, task_prompt(spec_.model_py), {}});
   episode_.turns.push_back({.role = TurnRole::kSystem, .policy_version = spec_.policy_version});
   episode_.turns.push_back({.role = TurnRole::kUser, .policy_version = spec_.policy_version});

@@ -90,6 +90,8 @@ struct EpisodeSpec {
   std::int64_t max_new_tokens_per_turn = 8192;
   std::uint64_t seed = 0;
   PolicyVersion policy_version{0};
+  /// The system message; empty: the agent skill document (agent_system_prompt).
+  std::string system_prompt;
 };
 
 /// The prompt that opens an episode: the task and what to do.

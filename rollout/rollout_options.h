@@ -30,6 +30,7 @@ struct RolloutOptions {
   std::int64_t generation_slots = 0;
   std::int64_t max_attempts = 2;
   std::string reward = "full";
+  std::string system_prompt = "skill";
 
   template <class V>
   void visit(V& v) {
@@ -115,6 +116,14 @@ struct RolloutOptions {
               "GPU.",
        .choices = {"full", "compile-only"}},
       reward);
+    v({.key = "system_prompt",
+       .doc = "What opens every episode as the system message. 'skill': the agent skill "
+              "document (rollout/agent_skill.md: the workspace, launchers, tools, the evaluation "
+              "protocol and its rules), what real policies need. 'brief': a few lines naming the "
+              "workspace files and tools, for tiny policies on a CPU where every prompt token "
+              "costs attention time (the embedded CPU manifest uses it).",
+       .choices = {"skill", "brief"}},
+      system_prompt);
   }
 };
 
