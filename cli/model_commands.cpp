@@ -140,6 +140,7 @@ Expected<std::vector<std::string>> learner_serve_args(std::vector<std::string> a
   add("--model", initial_model_dir(m).string());
   // The launch plan's learner directory: beside the store (cluster/launch_plan.cpp).
   add("--out", (m.paths.store_dir.parent_path() / "learner").string());
+  add("--checkpoint-dir", m.paths.checkpoint_dir.string());
   add("--coordinator", coordinator_endpoint(m));
   add("--dtype", m.model.dtype);
   add("--lr", num(m.learner.actor_lr));

@@ -12,13 +12,17 @@
 // its state from the store and the learner loads its latest checkpoint. A manifest that differs
 // is refused, naming the changed keys, unless --allow-manifest-change. --fresh moves the old run
 // directory aside (nothing is deleted) and starts over.
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -184,6 +188,35 @@ Expected<RunSetup> settle_run(const TrainArgs& a) {
 }
 
 // The run directory: created, or checked against the manifest it was started with.
+// One `train` per run directory: an flock on `<run dir>.train-lock` beside it (beside, so that
+// --fresh can move the directory), held until this process exits. Returns the open descriptor.
+Expected<int> lock_run_dir(const RunSetup& r) {
+  const fs::path lock = r.run_dir.string() + ".train-lock";
+  std::error_code ec;
+  fs::create_directories(lock.parent_path(), ec);
+  const int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    return make_error(ErrorCategory::kIo, "train.lock",
+                      "cannot open " + lock.string() + ": " + std::strerror(errno));
+  }
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    char pid[32] = {};
+    const ssize_t n = ::pread(fd, pid, sizeof pid - 1, 0);
+    ::close(fd);
+    return make_error(
+        ErrorCategory::kUnavailable, "train.busy",
+        "another `cuda-agent train` (pid " +
+            std::string(n > 0 ? std::string(pid, static_cast<std::size_t>(n)) : "?") +
+            ") is running the run in " + r.run_dir.string() +
+            "; stop it first (Ctrl-C or SIGTERM), or give this run another [run] name");
+  }
+  const std::string me = std::to_string(::getpid());
+  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, me.data(), me.size(), 0) < 0) {
+    // the pid is only for the message above
+  }
+  return fd;
+}
+
 Status prepare_run_dir(const RunSetup& r, const TrainArgs& a) {
   const std::string normal = render_manifest(r.manifest);
   std::error_code ec;
@@ -337,6 +370,8 @@ int run_train(const TrainArgs& a, StopSignals& signals) {
   std::printf("cuda-agent train: run '%s' from the %s\n", m.run.name.c_str(), r.source.c_str());
   std::printf("%s\n", r.compile_only ? kCompileOnlyNote
                                      : "reward: full (GPU bench: correctness and timed speed-up)");
+  Expected<int> lock = lock_run_dir(r);  // released when this process exits
+  if (!lock) return report(lock.error());
   if (Status s = prepare_run_dir(r, a); !s) return report(s.error());
   if (Status s = ensure_initial_model(r); !s) return report(s.error());
   std::printf("run directory %s (logs in logs/, manifest.toml is what every role reads)\n",

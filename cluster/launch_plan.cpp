@@ -206,7 +206,9 @@ std::vector<NodePlan> plan_launch(const Manifest& manifest,
                                          "--model",
                                          model_dir,
                                          "--out",
-                                         learner_out};
+                                         learner_out,
+                                         "--checkpoint-dir",
+                                         manifest.paths.checkpoint_dir.string()};
         for (const Engine& e : engines) args.insert(args.end(), {"--engine", e.url});
         ProcessSpec p =
             serve("learner", "learner-rank" + std::to_string(rank) + "-" + slot_name(gpu), args, m);

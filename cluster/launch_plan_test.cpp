@@ -122,7 +122,8 @@ TEST(LaunchPlanTest, SingleMachineRendersExactly) {
           "cuda-agent serve learner --rank 0 --world-size 1 --coordinator "
           "tcp://localhost:5550 --store " +
           run + "/store --run local --model " + run + "/tiny-policy --out " + run +
-          "/learner --engine http://127.0.0.1:5570 --manifest 'my run.toml'  "
+          "/learner --checkpoint-dir " + run +
+          "/checkpoints --engine http://127.0.0.1:5570 --manifest 'my run.toml'  "
           "# learner-rank0-gpu0\n"
           "\n");
 }

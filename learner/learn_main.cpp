@@ -78,7 +78,7 @@ struct LearnArgs {
   std::int64_t timeout_ms = 600'000;
   bool shard_optimizer = false;
   // serve only
-  std::string coordinator, id, curve_client_key, curve_server_public_key;
+  std::string coordinator, id, curve_client_key, curve_server_public_key, checkpoint_dir;
   std::vector<std::string> engines;
   std::int64_t engine_timeout_ms = 300'000, keep_versions = 2, max_sequence_tokens = 0;
   std::int64_t request_timeout_ms = 30'000, heartbeat_ms = 2'000, idle_tick_ms = 30'000;
@@ -320,6 +320,7 @@ int run_serve(const LearnArgs& a) {
   o.model_dir = a.model;
   o.critic_dir = a.critic;
   o.out_dir = a.out;
+  o.checkpoint_dir = a.checkpoint_dir;
   o.device = device->str();
   o.dtype = a.dtype;
   o.trainer = trainer_options(a);
@@ -332,7 +333,11 @@ int run_serve(const LearnArgs& a) {
   std::printf("learner rank %d/%d on %s: version %llu (%s), %zu engine(s), coordinator %s\n",
               a.rank, a.world_size, device->str().c_str(),
               static_cast<unsigned long long>((*service)->policy_version()),
-              (*service)->resumed() ? ("resumed from " + a.out + "/checkpoints").c_str() : "fresh",
+              (*service)->resumed()
+                  ? ("resumed from " +
+                     (a.checkpoint_dir.empty() ? a.out + "/checkpoints" : a.checkpoint_dir))
+                        .c_str()
+                  : "fresh",
               a.engines.size(), a.coordinator.c_str());
   std::fflush(stdout);
 
@@ -421,6 +426,11 @@ int main(int argc, char** argv) {
                                    "policy/ (published versions)"
                                  : "checkpoint directory (resumed when it holds one)")
         ->required();
+    if (m == "serve") {
+      sub->add_option("--checkpoint-dir", a.checkpoint_dir,
+                      "where checkpoints are written and resumed from (default: <out>/checkpoints; "
+                      "the launch plan passes [run] checkpoint_dir)");
+    }
     sub->add_option("--critic", a.critic,
                     "critic backbone (+ value_head.safetensors); default: a copy of --model "
                     "with a zero value head");

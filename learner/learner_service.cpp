@@ -209,12 +209,11 @@ Expected<std::unique_ptr<LearnerService>> LearnerService::create(const LearnerSe
   ASSIGN_OR_RETURN(s->store_, RunStore::open(so, StoreMode::kSecondary));
   ASSIGN_OR_RETURN(s->trainer_, Trainer::create(std::move(actor), std::move(critic),
                                                 s->options_.trainer, group));
-  ASSIGN_OR_RETURN(std::optional<json> restored,
-                   s->trainer_->restore_checkpoint(o.out_dir + "/checkpoints"));
+  ASSIGN_OR_RETURN(std::optional<json> restored, s->trainer_->restore_checkpoint(o.checkpoints()));
   if (restored) {
     s->resumed_ = true;
     log_info("learner resumed from a checkpoint",
-             {{"dir", o.out_dir + "/checkpoints"},
+             {{"dir", o.checkpoints()},
               {"step", std::to_string(s->trainer_->steps())},
               {"version", std::to_string(s->trainer_->policy_version())}});
     if (o.publish_on_resume && s->rank() == 0) {
@@ -358,7 +357,7 @@ Expected<CheckpointDone> LearnerService::checkpoint(const CheckpointRequest& req
                           std::to_string(trainer_->policy_version()) +
                           ", the coordinator asked for version " +
                           std::to_string(request.version.value()));
-  const std::string root = options_.out_dir + "/checkpoints";
+  const std::string root = options_.checkpoints();
   const std::string stage = last_step_ ? to_string(last_step_->stage) : std::string();
   RETURN_IF_ERROR(trainer_->save_checkpoint(
       root, {{"stage", stage}, {"coordinator_step", request.step}, {"run", options_.run.value()}}));

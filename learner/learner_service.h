@@ -81,8 +81,15 @@ struct LearnerServiceOptions {
   /// The critic's backbone (+ value_head.safetensors). Empty: a copy of the actor with a zero
   /// value head. Default: empty.
   std::string critic_dir;
-  /// Checkpoints go to <out_dir>/checkpoints, published weights to <out_dir>/policy. Required.
+  /// Checkpoints go to <out_dir>/checkpoints (unless checkpoint_dir), published weights to
+  /// <out_dir>/policy. Required.
   std::string out_dir;
+  /// Where checkpoints are written and resumed from ([run] checkpoint_dir). Empty:
+  /// <out_dir>/checkpoints.
+  std::string checkpoint_dir;
+  std::string checkpoints() const {
+    return checkpoint_dir.empty() ? out_dir + "/checkpoints" : checkpoint_dir;
+  }
   /// "cpu", "cuda" or "cuda:N". Default: cpu.
   std::string device = "cpu";
   /// "fp32" / "bf16"; empty: config.json's torch_dtype. Default: empty.

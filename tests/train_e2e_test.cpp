@@ -1,0 +1,229 @@
+// `cuda-agent train` end to end on the CPU, as a user runs it: the embedded CPU manifest shortened
+// with --set (every stage, one step each, batches of 4, short turns), in its own directory and
+// ports. The run must finish by itself; then the store must hold what the run promises: one
+// recorded step per planned step, every trained episode counted once (trained + stale + orphaned
+// + the ledger's open entries = episodes minted), a checkpoint of the last step whose files exist,
+// each step's metrics, and `train status --json` agreeing. Running `train` again on the finished
+// run resumes it, finds nothing left to do and exits 0 without training; a second `train` on the
+// same directory while one runs is refused. A second test kills random roles while it runs.
+//
+// Needs nvcc (the compile farm's real compiler): skipped without /usr/local/cuda/bin/nvcc.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "storage/run_store.h"
+#include "storage/store_test_util.h"
+
+namespace cuda_agent {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using testing::TempDir;
+
+struct Ran {
+  int exit_code = -1;
+  std::string output;
+};
+
+// `cd DIR && cuda-agent ARGS`, stdout and stderr together, killed after `limit_s`.
+Ran run_in(const std::string& dir, const std::string& args, int limit_s) {
+  const std::string cmd = "cd '" + dir + "' && timeout -s INT " + std::to_string(limit_s) + " " +
+                          CUDA_AGENT_EXE + " " + args + " 2>&1";
+  Ran r;
+  std::FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf;
+  std::size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.output.append(buf.data(), n);
+  const int status = ::pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string short_run_settings() {
+  // A port base of its own, so that a developer's run on the defaults does not collide.
+  std::random_device rd;
+  const int port_base = 21000 + static_cast<int>(rd() % 400) * 50;
+  std::string s;
+  for (const std::string& kv :
+       {"run.port_base=" + std::to_string(port_base), std::string("learner.batch_episodes=4"),
+        std::string("learner.single_turn_steps=1"), std::string("learner.agent_warmup_steps=1"),
+        std::string("learner.agentic_steps=1"), std::string("learner.checkpoint_every_steps=2"),
+        std::string("rollout.max_turns=2"), std::string("rollout.max_new_tokens_per_turn=16"),
+        std::string("tasks.train_set=") + CUDA_AGENT_SOURCE_DIR + "/tasks/sample"}) {
+    s += " --set " + kv;
+  }
+  return s;
+}
+
+// What a finished run promises, read back from its store: `steps` recorded steps of `batch`
+// episodes each, every minted episode accounted for once, the last step's checkpoint on disk in
+// the run's checkpoint directory, each step's learner metrics. Returns the checkpoint count.
+std::size_t expect_finished_run(const std::string& run_dir, std::uint64_t steps,
+                                std::uint64_t batch) {
+  StoreOptions so;
+  so.dir = run_dir + "/store";
+  auto store = RunStore::open(so, StoreMode::kReadOnly);
+  EXPECT_TRUE(store) << store.error().to_string();
+  if (!store) return 0;
+  const RunId run{"local-cpu"};
+  auto rec = (*store)->get_run(run);
+  EXPECT_TRUE(rec && rec->coordinator_state.has_value());
+  if (!rec || !rec->coordinator_state) return 0;
+  const CoordinatorStateRecord& st = *rec->coordinator_state;
+  EXPECT_EQ(st.step, steps);
+  EXPECT_EQ(rec->policy_version.value(), steps);
+  // Every step trained one batch; nothing is counted twice or lost: every minted episode is
+  // trained, stale, orphaned, or still an open ledger entry.
+  EXPECT_EQ(st.trained, steps * batch);
+  EXPECT_EQ(st.trained + st.stale + st.orphaned + st.episodes.size(), st.next_episode_seq);
+  std::set<std::string> ids;
+  std::uint64_t stored = 0;
+  EXPECT_TRUE((*store)
+                  ->scan_run(run,
+                             [&](const EpisodeSummary& s) {
+                               ++stored;
+                               EXPECT_TRUE(ids.insert(s.episode_id.value()).second);
+                               return true;
+                             })
+                  .is_ok());
+  EXPECT_GE(stored, st.trained);
+  EXPECT_LE(stored, st.next_episode_seq);
+
+  auto cps = (*store)->list_checkpoints(run);
+  EXPECT_TRUE(cps && !cps->empty());
+  if (!cps || cps->empty()) return 0;
+  EXPECT_EQ(cps->back().step, steps);
+  EXPECT_TRUE(fs::exists(cps->back().path)) << cps->back().path;
+  EXPECT_EQ(fs::path(cps->back().path).parent_path(), fs::path(run_dir) / "checkpoints");
+
+  std::set<std::uint64_t> metric_steps;
+  EXPECT_TRUE((*store)
+                  ->scan_metrics(run, "episodes/trained", 0,
+                                 [&](const MetricRecord& m) {
+                                   metric_steps.insert(m.step);
+                                   return true;
+                                 })
+                  .is_ok());
+  EXPECT_EQ(metric_steps.size(), steps);
+  return cps->size();
+}
+
+TEST(TrainE2E, CpuDefaultRunsEveryStageToTheEndAndResumesFinished) {
+  if (!fs::exists("/usr/local/cuda/bin/nvcc")) {
+    GTEST_SKIP() << "no nvcc at /usr/local/cuda/bin/nvcc: the compile farm cannot build";
+  }
+  TempDir tmp("train_e2e");
+  const std::string settings = short_run_settings();
+  const auto t0 = std::chrono::steady_clock::now();
+
+  // A second train on the same run while the first runs is refused at once.
+  Ran second;
+  std::thread racer([&] {
+    std::this_thread::sleep_for(std::chrono::seconds(5));
+    second = run_in(tmp.path(), "train" + settings, 60);
+  });
+  Ran r = run_in(tmp.path(), "train" + settings, 900);
+  racer.join();
+  const auto secs =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - t0);
+  std::printf("train finished in %lld s\n", static_cast<long long>(secs.count()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("COMPILE-ONLY"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("reward by policy version"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("finished in"), std::string::npos) << r.output;
+  EXPECT_NE(second.exit_code, 0) << second.output;
+  EXPECT_NE(second.output.find("train.busy"), std::string::npos) << second.output;
+
+  const std::string run_dir = tmp.sub("runs/local-cpu");
+  constexpr std::uint64_t kSteps = 3, kBatch = 4;
+  const std::size_t checkpoints = expect_finished_run(run_dir, kSteps, kBatch);
+  StoreOptions so;
+  so.dir = run_dir + "/store";
+  const RunId run{"local-cpu"};
+
+  Ran status = run_in(tmp.path(), "train status --json" + settings, 60);
+  ASSERT_EQ(status.exit_code, 0) << status.output;
+  const json j = json::parse(status.output, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << status.output;
+  EXPECT_EQ(j["policy_version"], kSteps);
+  EXPECT_EQ(j["reward"], "compile-only");
+  EXPECT_EQ(j["checkpoints"], checkpoints);
+
+  // The finished run, started again: nothing to train, exits 0, the version stays.
+  Ran again = run_in(tmp.path(), "train" + settings, 300);
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  auto reopened = RunStore::open(so, StoreMode::kReadOnly);
+  ASSERT_TRUE(reopened);
+  EXPECT_EQ((*reopened)->get_run(run)->policy_version.value(), kSteps);
+}
+
+// Chaos: while the same short run goes on, SIGKILL a random role process (coordinator, learner,
+// policy engine, rollout worker, compile farm or worker) every 20-40 s, 4 times (seeded; the seed
+// is printed, CHAOS_SEED repeats it). `train` restarts each; the run must still finish by itself
+// with every promise above kept.
+TEST(TrainE2E, RunSurvivesSigkillOfRandomRoles) {
+  if (!fs::exists("/usr/local/cuda/bin/nvcc")) {
+    GTEST_SKIP() << "no nvcc at /usr/local/cuda/bin/nvcc: the compile farm cannot build";
+  }
+  TempDir tmp("train_chaos");
+  const std::string settings = short_run_settings();
+  const std::string run_dir = tmp.sub("runs/local-cpu");
+  const char* env = std::getenv("CHAOS_SEED");
+  const std::uint64_t seed = env ? std::stoull(env) : std::random_device{}();
+  std::printf("CHAOS_SEED=%llu\n", static_cast<unsigned long long>(seed));
+  std::mt19937_64 rng(seed);
+
+  std::atomic<bool> done{false};
+  std::vector<std::string> killed;
+  std::thread chaos([&] {
+    for (int k = 0; k < 4 && !done; ++k) {
+      const int wait_s = 20 + static_cast<int>(rng() % 21);
+      for (int i = 0; i < wait_s * 10 && !done; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      if (done) break;
+      // Every role process of this run names its run directory on its command line.
+      std::FILE* p = ::popen(("pgrep -f '" + run_dir + "/'").c_str(), "r");
+      std::vector<pid_t> pids;
+      long pid = 0;
+      while (p && std::fscanf(p, "%ld", &pid) == 1) pids.push_back(static_cast<pid_t>(pid));
+      if (p) ::pclose(p);
+      if (pids.empty()) continue;
+      const pid_t victim = pids[rng() % pids.size()];
+      std::string what;
+      std::ifstream cmdline("/proc/" + std::to_string(victim) + "/cmdline");
+      std::getline(cmdline, what, '\0');
+      std::string arg;
+      for (int a = 0; a < 3 && std::getline(cmdline, arg, '\0'); ++a) what += " " + arg;
+      if (::kill(victim, SIGKILL) == 0) killed.push_back(what);
+    }
+  });
+  Ran r = run_in(tmp.path(), "train" + settings, 1200);
+  done = true;
+  chaos.join();
+  for (const std::string& k : killed) std::printf("killed: %s\n", k.c_str());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_GE(killed.size(), 2u) << "the run ended before the chaos began";
+  expect_finished_run(run_dir, 3, 4);
+}
+
+}  // namespace
+}  // namespace cuda_agent
