@@ -16,9 +16,10 @@
 namespace cuda_agent {
 namespace {
 
-Error deadline_error(const std::string& id) {
+// `why` (may be empty) says what the client knows about the broker at that moment.
+Error deadline_error(const std::string& id, const std::string& why = {}) {
   return make_error(ErrorCategory::kTimeout, "pool.deadline_expired",
-                    "no reply for request " + id + " before its deadline");
+                    "no reply for request " + id + " before its deadline" + why);
 }
 
 using StatsCallback = std::function<void(Expected<PoolStats>)>;
@@ -44,7 +45,10 @@ struct Ready {
 // reply wakes it directly; the io thread watches only while async calls or stats wait and no
 // caller does. Watching = polling the socket's ZMQ_FD without the mutex; every thread that
 // uses the socket takes in what is readable before it lets the mutex go (ZMQ_FD is
-// edge-triggered and a send may swallow the edge).
+// edge-triggered and a send may swallow the edge). The leader also reads the connection monitor
+// (ConnectionMonitor, pool_transport.h): a lost connection starts the reconnect clock, a new one
+// re-sends what waits, a refused handshake fails everything. Nobody reads it while nothing waits;
+// its events (state changes only) then wait for the next leader, who replays them in order.
 class PoolClient::Impl {
  public:
   explicit Impl(const PoolClientOptions& options) : options_(options) {}
@@ -66,6 +70,14 @@ class PoolClient::Impl {
  private:
   struct Pending {
     std::int64_t deadline_unix_ms = 0;
+    std::int64_t submitted_unix_ms = 0;
+    // The request's frames, sharing (not copying) what was sent, to send again when a broker
+    // connects after a lost connection.
+    PoolFrames frames;
+    // Sent while the connection was known to be down, after `outages_` reached `sent_outage`:
+    // it waits in the socket and goes out on the next connection by itself.
+    bool sent_while_down = false;
+    std::uint64_t sent_outage = 0;
     std::vector<PoolCallback> done;
     std::vector<std::shared_ptr<CallWaiter>> waiters;
     std::multimap<std::int64_t, std::string>::iterator by_deadline;
@@ -89,6 +101,14 @@ class PoolClient::Impl {
   void complete(const std::string& id, PoolOutcome outcome, std::vector<Ready>& ready);
   void expire(std::int64_t now, std::vector<Ready>& ready);
   void fail_all(const Error& error, std::vector<Ready>& ready);
+  /// Reads the connection monitor until nothing waits; acts on each change.
+  void watch_connection(std::vector<Ready>& ready);
+  /// Sends every waiting request again, except those already waiting in the socket.
+  void resend_pending();
+  /// Fails the requests that have waited reconnect_timeout_ms without a connected broker.
+  void fail_unreachable(std::int64_t now, std::vector<Ready>& ready);
+  /// The frames of `p`, shared, for one more send.
+  static PoolFrames share(PoolFrames& frames);
   /// Hands the watch on after a turn: to a blocked caller, else to the io thread if async work
   /// waits.
   void hand_on();
@@ -118,6 +138,11 @@ class PoolClient::Impl {
   std::multimap<std::int64_t, std::string> deadlines_;
   std::deque<StatsWaiter> stats_waiters_;
   std::vector<zmq::message_t> parts_;
+  ConnectionMonitor monitor_;  // after broker_: closed before it
+  Error refusal_;              // the broker refused the handshake: every request fails with it
+  std::uint64_t outages_ = 0;  // connections lost so far
+  std::int64_t lost_since_unix_ms_ = 0;         // when the last one was lost (or the client began)
+  std::int64_t unreachable_check_unix_ms_ = 0;  // next fail_unreachable() due; 0: none
   std::thread thread_;
 };
 
@@ -125,15 +150,30 @@ Status PoolClient::Impl::start() {
   if (options_.broker_endpoint.empty()) {
     return make_error(ErrorCategory::kInvalidInput, "pool.options", "broker_endpoint is empty");
   }
+  if (options_.heartbeat_interval_ms < 1 || options_.heartbeat_timeout_ms < 1 ||
+      options_.reconnect_timeout_ms < 1 || options_.heartbeat_timeout_ms > 6'553'500) {
+    return make_error(ErrorCategory::kInvalidInput, "pool.options",
+                      "heartbeat_interval_ms, heartbeat_timeout_ms (at most 6553500) and "
+                      "reconnect_timeout_ms must be >= 1");
+  }
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (wake_fd_ < 0) {
     return make_error(ErrorCategory::kIo, "pool.eventfd", "cannot create the client's eventfd");
   }
+  lost_since_unix_ms_ = now_unix_ms();  // not connected yet: the reconnect clock runs
   try {
     broker_.set(zmq::sockopt::linger, 0);
     broker_.set(zmq::sockopt::maxmsgsize,
                 2 * options_.max_payload_bytes + options_.max_envelope_bytes);
+    broker_.set(zmq::sockopt::heartbeat_ivl, static_cast<int>(options_.heartbeat_interval_ms));
+    broker_.set(zmq::sockopt::heartbeat_timeout, static_cast<int>(options_.heartbeat_timeout_ms));
+    // The broker drops this connection after as long without a ping from it (ZMQ_HEARTBEAT_TTL,
+    // in units of 100 ms on the wire).
+    broker_.set(zmq::sockopt::heartbeat_ttl,
+                static_cast<int>(std::max<std::int64_t>(options_.heartbeat_timeout_ms, 100)));
     if (options_.curve) RETURN_IF_ERROR(apply_curve_client(broker_, *options_.curve));
+    RETURN_IF_ERROR(
+        monitor_.start(context_, broker_, options_.broker_endpoint, options_.curve.has_value()));
     broker_.connect(options_.broker_endpoint);
   } catch (const zmq::error_t& e) {
     return make_error(ErrorCategory::kUnavailable, "pool.connect",
@@ -184,9 +224,21 @@ void PoolClient::Impl::submit(std::string id, std::int64_t deadline_unix_ms, Poo
         ++async_waiting_;
       }
     };
+    auto refuse = [&](Error error) {
+      PoolOutcome o{RequestId{id}, std::move(error), 0, WorkerId{}};
+      if (waiter) {
+        waiter->outcome = std::move(o);
+        waiter->done = true;
+      } else {
+        ready.push_back(Ready{std::move(done), {}, std::move(o)});
+      }
+    };
     if (auto it = pending_.find(id); it != pending_.end()) {
       add(it->second);  // same id in flight: share its outcome
+    } else if (!refusal_.code.empty()) {
+      refuse(refusal_);  // the broker refused this client's handshake: nothing gets through
     } else {
+      PoolFrames kept = share(frames);
       bool sent = false;
       try {
         sent = send_frames(broker_, frames, zmq::send_flags::dontwait);
@@ -196,22 +248,22 @@ void PoolClient::Impl::submit(std::string id, std::int64_t deadline_unix_ms, Poo
       if (!sent) {
         // Past the socket's high-water mark (the broker has been away for long): refuse now
         // rather than block every caller.
-        PoolOutcome o{RequestId{id},
-                      make_error(ErrorCategory::kUnavailable, "pool.client_backlog",
-                                 "too many requests wait for the broker in this client"),
-                      0, WorkerId{}};
-        if (waiter) {
-          waiter->outcome = std::move(o);
-          waiter->done = true;
-        } else {
-          ready.push_back(Ready{std::move(done), {}, std::move(o)});
-        }
+        refuse(make_error(ErrorCategory::kUnavailable, "pool.client_backlog",
+                          "too many requests wait for the broker in this client"));
       } else {
         Pending& p = pending_[id];
         p.deadline_unix_ms = deadline_unix_ms;
+        p.submitted_unix_ms = now_unix_ms();
+        p.frames = std::move(kept);
+        p.sent_while_down = !monitor_.connected();
+        p.sent_outage = outages_;
         p.by_deadline = deadlines_.emplace(deadline_unix_ms, id);
         add(p);
-        if (leader_active_ && deadline_unix_ms < leader_wakes_at_) wake_leader();
+        // A new deadline, or a first request waiting for a broker that is away: the leader's
+        // poll must end in time for it.
+        if (leader_active_ && (deadline_unix_ms < leader_wakes_at_ || !monitor_.connected())) {
+          wake_leader();
+        }
       }
     }
     read_after_send(ready);
@@ -223,6 +275,12 @@ void PoolClient::Impl::submit(std::string id, std::int64_t deadline_unix_ms, Poo
 void PoolClient::Impl::submit_stats(std::int64_t deadline_unix_ms, StatsCallback done) {
   {
     Lock lock(mutex_);
+    if (!closed_ && !refusal_.code.empty()) {
+      Error refused = refusal_;
+      lock.unlock();
+      done(std::move(refused));
+      return;
+    }
     if (!closed_) {
       std::vector<Ready> ready;
       stats_waiters_.push_back(StatsWaiter{deadline_unix_ms, std::move(done)});
@@ -271,26 +329,39 @@ bool PoolClient::Impl::wait(const std::shared_ptr<CallWaiter>& waiter,
 void PoolClient::Impl::lead_once(Lock& lock, std::vector<Ready>& ready,
                                  std::int64_t until_unix_ms) {
   leader_active_ = true;
+  try {
+    // The connection's news first: a re-send or a refusal changes what this turn waits for.
+    watch_connection(ready);
+    fail_unreachable(now_unix_ms(), ready);
+  } catch (const zmq::error_t& e) {
+    if (e.num() != EINTR) log_error(zmq_failure("pool client monitor", e));
+  }
   const std::int64_t now = now_unix_ms();
   std::int64_t wakes_at = std::min(until_unix_ms, now + 1000);
   if (!deadlines_.empty()) wakes_at = std::min(wakes_at, deadlines_.begin()->first);
   if (!stats_waiters_.empty()) {
     wakes_at = std::min(wakes_at, stats_waiters_.front().deadline_unix_ms);
   }
+  if (unreachable_check_unix_ms_ > 0) wakes_at = std::min(wakes_at, unreachable_check_unix_ms_);
   leader_wakes_at_ = wakes_at;
   try {
     // What a send left unread first; when that brings anything in, this turn ends without a wait.
     if (!(unread_ && take_in(ready) > 0)) {
       const int fd = broker_.get(zmq::sockopt::fd);
+      const int monitor_fd = monitor_.fd();
       lock.unlock();
-      zmq::pollitem_t items[] = {{nullptr, fd, ZMQ_POLLIN, 0}, {nullptr, wake_fd_, ZMQ_POLLIN, 0}};
-      zmq::poll(items, 2, std::chrono::milliseconds(std::max<std::int64_t>(wakes_at - now, 0)));
+      zmq::pollitem_t items[] = {{nullptr, fd, ZMQ_POLLIN, 0},
+                                 {nullptr, wake_fd_, ZMQ_POLLIN, 0},
+                                 {nullptr, monitor_fd, ZMQ_POLLIN, 0}};
+      zmq::poll(items, monitor_fd >= 0 ? 3 : 2,
+                std::chrono::milliseconds(std::max<std::int64_t>(wakes_at - now, 0)));
       if (items[1].revents & ZMQ_POLLIN) {
         std::uint64_t count = 0;
         (void)!read(wake_fd_, &count, sizeof count);
       }
       lock.lock();
       take_in(ready);
+      watch_connection(ready);
     }
   } catch (const zmq::error_t& e) {
     if (!lock.owns_lock()) lock.lock();
@@ -358,7 +429,9 @@ void PoolClient::Impl::on_reply(std::vector<zmq::message_t>& parts, std::size_t 
   limits.max_bytes = static_cast<std::size_t>(options_.max_envelope_bytes);
   auto frame = decode_pool_frame(view(parts[0]), limits);
   PoolMessage* m = frame ? &frame->message : nullptr;
-  if (m && std::holds_alternative<PoolStats>(*m) && !stats_waiters_.empty()) {
+  if (m && std::holds_alternative<PoolStats>(*m)) {
+    // Without a waiter: the answer to a request whose waiter gave up (or was failed); dropped.
+    if (stats_waiters_.empty()) return;
     ready.push_back(
         Ready{{}, std::move(stats_waiters_.front().done), {}, std::get<PoolStats>(std::move(*m))});
     stats_waiters_.pop_front();
@@ -411,7 +484,12 @@ void PoolClient::Impl::complete(const std::string& id, PoolOutcome outcome,
 void PoolClient::Impl::expire(std::int64_t now, std::vector<Ready>& ready) {
   while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
     std::string id = deadlines_.begin()->second;
-    complete(id, PoolOutcome{RequestId{id}, deadline_error(id), 0, WorkerId{}}, ready);
+    const std::string why = monitor_.connected()
+                                ? std::string()
+                                : "; broker at " + options_.broker_endpoint +
+                                      " not answering (no connection for " +
+                                      std::to_string(now - lost_since_unix_ms_) + " ms)";
+    complete(id, PoolOutcome{RequestId{id}, deadline_error(id, why), 0, WorkerId{}}, ready);
   }
   while (!stats_waiters_.empty() && stats_waiters_.front().deadline_unix_ms <= now) {
     ready.push_back(Ready{
@@ -421,6 +499,7 @@ void PoolClient::Impl::expire(std::int64_t now, std::vector<Ready>& ready) {
         make_error(ErrorCategory::kTimeout, "pool.stats_timeout", "no stats before the timeout")});
     stats_waiters_.pop_front();
   }
+  fail_unreachable(now, ready);
 }
 
 void PoolClient::Impl::fail_all(const Error& error, std::vector<Ready>& ready) {
@@ -430,6 +509,94 @@ void PoolClient::Impl::fail_all(const Error& error, std::vector<Ready>& ready) {
   }
   for (auto& w : stats_waiters_) ready.push_back(Ready{{}, std::move(w.done), {}, error});
   stats_waiters_.clear();
+}
+
+PoolFrames PoolClient::Impl::share(PoolFrames& frames) {
+  PoolFrames out{share_frame(frames.envelope), std::nullopt};
+  if (frames.payload) out.payload = share_frame(*frames.payload);
+  return out;
+}
+
+void PoolClient::Impl::watch_connection(std::vector<Ready>& ready) {
+  for (;;) {
+    switch (monitor_.next()) {
+      case ConnectionMonitor::Change::kNone: return;
+      case ConnectionMonitor::Change::kUp:
+        unreachable_check_unix_ms_ = 0;
+        if (outages_ > 0) resend_pending();
+        break;
+      case ConnectionMonitor::Change::kDown:
+        ++outages_;
+        lost_since_unix_ms_ = now_unix_ms();
+        log_warn("pool broker connection lost; waiting requests go again when it is back",
+                 {{"broker", options_.broker_endpoint},
+                  {"waiting", std::to_string(pending_.size())},
+                  {"give_up_after_ms", std::to_string(options_.reconnect_timeout_ms)}});
+        break;
+      case ConnectionMonitor::Change::kRefused:
+        refusal_ = monitor_.refusal();
+        log_error(refusal_, {{"waiting", std::to_string(pending_.size())}});
+        fail_all(refusal_, ready);
+        try {
+          // ZeroMQ gives up after a refusal it understands; this stops the retries after one
+          // it does not (a connection closed mid-handshake).
+          broker_.disconnect(options_.broker_endpoint);
+        } catch (const zmq::error_t&) {
+        }
+        return;
+    }
+  }
+}
+
+void PoolClient::Impl::resend_pending() {
+  std::size_t resent = 0;
+  for (auto& [id, p] : pending_) {
+    if (p.sent_while_down && p.sent_outage == outages_) continue;  // in the socket already
+    PoolFrames frames = share(p.frames);
+    bool sent = false;
+    try {
+      sent = send_frames(broker_, frames, zmq::send_flags::dontwait);
+    } catch (const zmq::error_t& e) {
+      log_error(zmq_failure("pool client re-send", e));
+    }
+    if (!sent) break;  // the socket is full: the rest end at their deadline or reconnect timeout
+    p.sent_while_down = false;
+    p.sent_outage = outages_;
+    ++resent;
+  }
+  unread_ = true;  // the sends may have spent the socket's edge
+  log_info("pool broker connected again; waiting requests re-sent",
+           {{"broker", options_.broker_endpoint},
+            {"waiting", std::to_string(pending_.size())},
+            {"re_sent", std::to_string(resent)}});
+}
+
+void PoolClient::Impl::fail_unreachable(std::int64_t now, std::vector<Ready>& ready) {
+  unreachable_check_unix_ms_ = 0;
+  if (monitor_.connected() || !refusal_.code.empty() || pending_.empty()) return;
+  const std::int64_t give_up = options_.reconnect_timeout_ms;
+  if (now < lost_since_unix_ms_ + give_up) {
+    unreachable_check_unix_ms_ = lost_since_unix_ms_ + give_up;
+    return;
+  }
+  std::vector<std::string> gone;
+  for (const auto& [id, p] : pending_) {
+    const std::int64_t at = std::max(p.submitted_unix_ms, lost_since_unix_ms_) + give_up;
+    if (at <= now) {
+      gone.push_back(id);
+    } else if (unreachable_check_unix_ms_ == 0 || at < unreachable_check_unix_ms_) {
+      unreachable_check_unix_ms_ = at;
+    }
+  }
+  if (gone.empty()) return;
+  const Error error = make_error(ErrorCategory::kUnavailable, "pool.broker_unreachable",
+                                 "broker at " + options_.broker_endpoint +
+                                     " not answering: no connection to it for " +
+                                     std::to_string(now - lost_since_unix_ms_) +
+                                     " ms (reconnect_timeout_ms " + std::to_string(give_up) + ")");
+  log_warn("pool requests given up: the broker stays away",
+           {{"broker", options_.broker_endpoint}, {"requests", std::to_string(gone.size())}});
+  for (const std::string& id : gone) complete(id, PoolOutcome{RequestId{id}, error, 0, {}}, ready);
 }
 
 std::uint64_t PoolClient::Impl::late_replies() {

@@ -9,10 +9,25 @@
 // Every request needs a request id (the idempotency key: sending the same id again, from any
 // client, returns the same outcome without running it twice) and a deadline. No wait outlives
 // the deadline: at the deadline the caller gets "pool.deadline_expired" (category timeout), and a
-// reply arriving later is discarded (late_replies()). While the broker is down, requests wait in
-// the socket and go out when it is back (ZeroMQ reconnects), deadline permitting; past the
-// socket's high-water mark (500 requests) a new one is refused at once with "pool.client_backlog"
-// (category unavailable) instead of blocking.
+// reply arriving later is discarded (late_replies()).
+//
+// Under faults (the connection is watched through ZeroMQ's socket monitor and ZMTP heartbeats,
+// which the broker's ZeroMQ answers by itself):
+//  - a broker that dies or restarts is noticed at once when its host closes the connection, and
+//    within heartbeat_timeout_ms when it goes silent; when a broker is connected again, every
+//    request still waiting is sent again with its request id (the broker's idempotency key: one
+//    that reached the old broker and finished is answered from the new one's run, one the broker
+//    still holds is not run twice), so a request in flight survives a broker restart;
+//  - while no broker is connected, requests wait in the socket, deadline permitting, but at most
+//    reconnect_timeout_ms (counted from the later of the request's submission and the loss of
+//    the connection): then they fail with "pool.broker_unreachable" ("broker at ENDPOINT not
+//    answering", category unavailable) instead of waiting out their deadline;
+//  - a broker that refuses the handshake (a CURVE key it does not allow, a wrong server key, one
+//    side without CURVE) fails every waiting and later request at once with "pool.auth_failed"
+//    ("authentication failed for ENDPOINT: ...", category unavailable). ZeroMQ does not retry a
+//    refused handshake: make a new client with the right keys;
+//  - past the socket's high-water mark (500 requests) a new request is refused at once with
+//    "pool.client_backlog" (category unavailable) instead of blocking.
 //
 // Threading: one DEALER socket, shared under a mutex by the threads that use it (leader/follower,
 // no hand-off on a request's path): a caller sends its request on its own thread; a thread blocked
@@ -67,14 +82,25 @@ struct PoolClientOptions {
   /// sending. Default: 64 KiB, 64 MiB.
   std::int64_t max_envelope_bytes = 64 << 10;
   std::int64_t max_payload_bytes = 64ll << 20;
-  /// CURVE keys when the broker is secured; nullopt: plain TCP.
+  /// CURVE keys when the broker is secured; nullopt: plain TCP. Wrong keys fail requests with
+  /// "pool.auth_failed" as soon as the broker refuses the handshake.
   std::optional<CurveClientKeys> curve;
+  /// ZMTP heartbeats on the connection (ZMQ_HEARTBEAT_IVL, ZMQ_HEARTBEAT_TIMEOUT): a ping every
+  /// interval, and a broker silent for the timeout counts as gone (the connection is dropped and
+  /// re-made). They cost one small frame per interval and catch a broker whose host vanished
+  /// without closing the connection. Default: 1000 ms, 3000 ms.
+  std::int64_t heartbeat_interval_ms = 1000;
+  std::int64_t heartbeat_timeout_ms = 3000;
+  /// How long a request waits while no broker is connected before it fails with
+  /// "pool.broker_unreachable": long enough to ride out a broker restart, short against a
+  /// compile's deadline. Default: 15000 ms.
+  std::int64_t reconnect_timeout_ms = 15'000;
 };
 
 class PoolClient {
  public:
   /// Creates the socket and io thread and connects (asynchronously: it does not wait for the
-  /// broker). Fails on bad options.
+  /// broker). Fails on bad options (an empty endpoint, a duration < 1 ms, malformed keys).
   static Expected<std::unique_ptr<PoolClient>> connect(const PoolClientOptions& options);
   ~PoolClient();
   PoolClient(const PoolClient&) = delete;

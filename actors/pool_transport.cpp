@@ -1,8 +1,10 @@
 #include "actors/pool_transport.h"
 
 #include <pthread.h>
+#include <unistd.h>
 #include <zmq.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <utility>
@@ -49,6 +51,125 @@ Status apply_curve_server(zmq::socket_t& socket, const CurveServerKeys& keys,
     return zmq_failure("setting CURVE server keys", e);
   }
   return Status::ok();
+}
+
+namespace {
+
+constexpr int kMonitoredEvents =
+    ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
+    ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH;
+
+std::string hex(std::uint32_t value) {
+  char text[16];
+  std::snprintf(text, sizeof text, "0x%x", value);
+  return text;
+}
+
+// What a ZMQ_PROTOCOL_ERROR_* means for the operator; `security` is set for the codes that come
+// from the security mechanism (keys, ZAP) rather than from framing.
+std::string protocol_problem(std::uint32_t code, bool& security) {
+  security = true;
+  switch (code) {
+    case ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH:
+      return "security mechanism mismatch (one side uses CURVE, the other does not)";
+    case ZMQ_PROTOCOL_ERROR_ZMTP_CRYPTOGRAPHIC:
+    case ZMQ_PROTOCOL_ERROR_ZMTP_KEY_EXCHANGE:
+      return "the CURVE handshake failed (" + hex(code) + "): wrong keys";
+    default: break;
+  }
+  if (code >= ZMQ_PROTOCOL_ERROR_ZAP_UNSPECIFIED && code < ZMQ_PROTOCOL_ERROR_WS_UNSPECIFIED) {
+    return "the broker's authentication handler failed (" + hex(code) + ")";
+  }
+  security = false;
+  return "ZeroMQ protocol error " + hex(code) + " during the handshake";
+}
+
+}  // namespace
+
+Status ConnectionMonitor::start(zmq::context_t& context, zmq::socket_t& socket,
+                                std::string endpoint, bool curve) {
+  static std::atomic<std::uint64_t> counter{0};
+  endpoint_ = std::move(endpoint);
+  curve_ = curve;
+  connected_ = false;
+  silent_failures_ = 0;
+  refusal_ = Error{};
+  const std::string name = "inproc://pool-monitor-" + std::to_string(::getpid()) + "-" +
+                           std::to_string(counter.fetch_add(1));
+  try {
+    if (zmq_socket_monitor(socket.handle(), name.c_str(), kMonitoredEvents) != 0) {
+      throw zmq::error_t();
+    }
+    pair_.emplace(context, zmq::socket_type::pair);
+    pair_->set(zmq::sockopt::linger, 0);
+    pair_->set(zmq::sockopt::rcvhwm, 0);  // state changes only: never drop one
+    pair_->connect(name);
+  } catch (const zmq::error_t& e) {
+    pair_.reset();
+    return zmq_failure("monitoring the broker connection", e);
+  }
+  return Status::ok();
+}
+
+void ConnectionMonitor::stop(zmq::socket_t& socket) {
+  if (!pair_) return;
+  (void)zmq_socket_monitor(socket.handle(), nullptr, 0);
+  close();
+}
+
+void ConnectionMonitor::close() {
+  pair_.reset();
+  connected_ = false;
+}
+
+int ConnectionMonitor::fd() { return pair_ ? static_cast<int>(pair_->get(zmq::sockopt::fd)) : -1; }
+
+ConnectionMonitor::Change ConnectionMonitor::next() {
+  while (pair_) {
+    zmq::message_t event, address;
+    if (!pair_->recv(event, zmq::recv_flags::dontwait)) return Change::kNone;
+    if (event.more()) (void)pair_->recv(address);  // the second frame is already here
+    if (event.size() < 6) continue;
+    std::uint16_t kind = 0;
+    std::uint32_t value = 0;
+    std::memcpy(&kind, event.data(), sizeof kind);
+    std::memcpy(&value, static_cast<const char*>(event.data()) + 2, sizeof value);
+    std::string problem;
+    bool security = true;
+    switch (kind) {
+      case ZMQ_EVENT_HANDSHAKE_SUCCEEDED:
+        connected_ = true;
+        silent_failures_ = 0;
+        refusal_ = Error{};
+        return Change::kUp;
+      case ZMQ_EVENT_DISCONNECTED:
+        if (!connected_) continue;  // the end of a failed handshake, reported already
+        connected_ = false;
+        return Change::kDown;
+      case ZMQ_EVENT_HANDSHAKE_FAILED_AUTH:
+        problem = "the broker refused this process's key (ZAP status " + std::to_string(value) +
+                  "; is its public key on the broker's allow-list?)";
+        break;
+      case ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL: problem = protocol_problem(value, security); break;
+      case ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL:
+        // What a broker does with a CURVE hello it cannot open (a wrong server public key) or,
+        // depending on who speaks first, with a client that has no keys at all.
+        if (++silent_failures_ < 2) continue;
+        problem = "the broker closed the connection during the handshake, twice in a row (errno " +
+                  std::to_string(value) + "): " +
+                  (curve_ ? "is the server public key the broker's?"
+                          : "this process has no CURVE keys; does the broker require them "
+                            "([security] in the manifest)?");
+        break;
+      default: continue;
+    }
+    refusal_ = security ? make_error(ErrorCategory::kUnavailable, "pool.auth_failed",
+                                     "authentication failed for " + endpoint_ + ": " + problem)
+                        : make_error(ErrorCategory::kUnavailable, "pool.handshake_failed",
+                                     "handshake with " + endpoint_ + " failed: " + problem);
+    return Change::kRefused;
+  }
+  return Change::kNone;
 }
 
 Error zmq_failure(std::string_view what, const zmq::error_t& e) {

@@ -1,5 +1,6 @@
 // What the work-pool broker, worker and client share about their ZeroMQ sockets: CURVE settings,
-// multipart receive, peer names for logs, zero-copy payload frames, clocks and a log limiter.
+// the connection monitor of a connecting socket, multipart receive, peer names for logs,
+// zero-copy payload frames, clocks and a log limiter.
 // Internal to actors/ (the pool's public headers are work_pool_broker.h, pool_worker.h,
 // pool_client.h and pool_gateway.h).
 //
@@ -60,6 +61,58 @@ Status apply_curve_client(zmq::socket_t& socket, const CurveClientKeys& keys);
 /// Sets CURVE server options on `socket` (before bind); `zap_domain` names it in ZAP requests.
 Status apply_curve_server(zmq::socket_t& socket, const CurveServerKeys& keys,
                           const std::string& zap_domain);
+
+/// The one connection of a connecting socket (pool client or worker) as ZeroMQ's socket monitor
+/// reports it: whether a broker is connected now (handshake done), and whether the broker refused
+/// the handshake. A refused CURVE handshake is the failure ZeroMQ hides otherwise: the socket
+/// stays silent and, after a ZAP refusal or a mechanism mismatch, never tries again. Monitored
+/// events are state changes only (no reconnect attempts), so an idle socket's monitor queue stays
+/// small however long its broker is away.
+///
+/// Refusals: ZMQ_EVENT_HANDSHAKE_FAILED_AUTH (the broker's ZAP handler said no) and
+/// ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL (mechanism mismatch, a CURVE box that does not open, ...)
+/// at once; ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL (the broker closed the connection mid-handshake,
+/// which is what a wrong server public key looks like) on the second in a row without a
+/// connection in between, since a broker dying mid-handshake gives one too. The refusal is
+/// "pool.auth_failed" ("authentication failed for ENDPOINT: ..."), or "pool.handshake_failed" for
+/// a protocol error that has nothing to do with security (the endpoint is not a pool broker's);
+/// category unavailable.
+///
+/// Threading: used by the thread that owns the socket (or holds its mutex), like the socket.
+class ConnectionMonitor {
+ public:
+  enum class Change { kNone, kUp, kDown, kRefused };
+
+  ConnectionMonitor() = default;
+  ConnectionMonitor(const ConnectionMonitor&) = delete;
+  ConnectionMonitor& operator=(const ConnectionMonitor&) = delete;
+  ~ConnectionMonitor() { close(); }
+
+  /// Monitors `socket` (call before it connects); `endpoint` names the broker in errors and
+  /// `curve` says whether the socket uses CURVE.
+  Status start(zmq::context_t& context, zmq::socket_t& socket, std::string endpoint, bool curve);
+  /// Stops monitoring `socket` and closes the monitor's socket. Idempotent.
+  void stop(zmq::socket_t& socket);
+  /// The monitor socket's ZMQ_FD, to poll beside the monitored socket's. Edge-triggered like it:
+  /// read next() until kNone before polling again. -1 when not started.
+  int fd();
+  /// Takes in the next event that changes something: kUp (handshake done: connected), kDown (a
+  /// connection was lost), kRefused (see refusal()); kNone once nothing more waits.
+  Change next();
+  bool connected() const { return connected_; }
+  /// Why the last handshake was refused (empty code: none since the last connection).
+  const Error& refusal() const { return refusal_; }
+
+ private:
+  void close();
+
+  std::optional<zmq::socket_t> pair_;
+  std::string endpoint_;
+  bool curve_ = false;
+  bool connected_ = false;
+  int silent_failures_ = 0;  // HANDSHAKE_FAILED_NO_DETAIL in a row
+  Error refusal_;
+};
 
 /// Translates a zmq::error_t once, here: "pool.zmq" with the operation and zmq's text.
 Error zmq_failure(std::string_view what, const zmq::error_t& e);

@@ -33,7 +33,9 @@ WorkerId default_worker_id() {
 // takes over when the next heartbeat is due (followers wait with that timeout), so a quick
 // handler on a one-slot worker wakes nobody.
 // Every thread that uses the socket takes in whatever is readable before it lets the mutex go:
-// ZMQ_FD is edge-triggered and any send may swallow the edge.
+// ZMQ_FD is edge-triggered and any send may swallow the edge. The leader also reads the
+// connection monitor (ConnectionMonitor, pool_transport.h): a broker connected again after a
+// lost connection gets a Ready at once, and a refused handshake is logged once per streak.
 class PoolWorker::Impl {
  public:
   Impl(const PoolWorkerOptions& options, PoolHandler handler)
@@ -51,6 +53,11 @@ class PoolWorker::Impl {
   std::atomic<std::uint64_t> announcements_{0};
   std::atomic<std::uint64_t> handled_{0};
 
+  Error refusal() {
+    std::lock_guard lock(mutex_);
+    return refusal_;
+  }
+
  private:
   void member_loop();
   /// Leads until there is work for a free slot or the worker stops; returns with the lock held.
@@ -62,6 +69,8 @@ class PoolWorker::Impl {
   void announce();
   /// Takes in every readable message (mutex_ held).
   void take_in();
+  /// Reads the connection monitor until nothing waits (mutex_ held).
+  void watch_connection();
   void on_broker_message(std::vector<zmq::message_t>& parts, std::size_t dropped);
   void answer(const RequestId& id, Expected<PoolBytes> result);
   void wake_leader();
@@ -86,6 +95,9 @@ class PoolWorker::Impl {
   SteadyTime last_from_broker_;
   SteadyTime next_heartbeat_;
   std::uint64_t heartbeat_seq_ = 0;
+  ConnectionMonitor monitor_;     // after broker_: closed before it
+  bool lost_connection_ = false;  // since the last connection was made
+  Error refusal_;                 // the last handshake refused (empty code: none since)
 
   std::vector<std::thread> threads_;
 };
@@ -120,12 +132,16 @@ Status PoolWorker::Impl::start() {
 
 Status PoolWorker::Impl::connect() {
   try {
+    if (broker_) monitor_.stop(*broker_);
     broker_.reset();
     broker_.emplace(context_, zmq::socket_type::dealer);
     broker_->set(zmq::sockopt::linger, 0);
     broker_->set(zmq::sockopt::maxmsgsize,
                  2 * options_.max_payload_bytes + options_.max_envelope_bytes);
     if (options_.curve) RETURN_IF_ERROR(apply_curve_client(*broker_, *options_.curve));
+    RETURN_IF_ERROR(
+        monitor_.start(context_, *broker_, options_.broker_endpoint, options_.curve.has_value()));
+    lost_connection_ = false;
     broker_->connect(options_.broker_endpoint);
   } catch (const zmq::error_t& e) {
     return make_error(ErrorCategory::kUnavailable, "pool.connect",
@@ -208,19 +224,26 @@ void PoolWorker::Impl::lead(std::unique_lock<std::mutex>& lock) {
         next_heartbeat_ = now + interval;
         take_in();
       }
+      watch_connection();
       if (now - last_from_broker_ > broker_timeout) {
-        log_warn("pool broker silent; reconnecting",
-                 {{"worker", options_.worker_id.value()}, {"broker", options_.broker_endpoint}});
+        // After a refused handshake ZeroMQ does not try again: a new socket does, quietly (the
+        // refusal was logged once; a broker that accepts the key again ends the streak).
+        (refusal_.code.empty() ? log_warn : log_debug)(
+            "pool broker silent; reconnecting",
+            {{"worker", options_.worker_id.value()}, {"broker", options_.broker_endpoint}});
         Status s = connect();
         if (!s) log_error(s.error(), {{"worker", options_.worker_id.value()}});
         take_in();
       }
       if (stopping_ ? running_ == 0 : (!jobs_.empty() && running_ < options_.slots)) break;
       const int fd = broker_->get(zmq::sockopt::fd);
+      const int monitor_fd = monitor_.fd();
       auto wait = std::chrono::ceil<std::chrono::milliseconds>(next_heartbeat_ - now);
       lock.unlock();
-      zmq::pollitem_t items[] = {{nullptr, fd, ZMQ_POLLIN, 0}, {nullptr, wake_fd_, ZMQ_POLLIN, 0}};
-      zmq::poll(items, 2, std::max(wait, std::chrono::milliseconds(0)));
+      zmq::pollitem_t items[] = {{nullptr, fd, ZMQ_POLLIN, 0},
+                                 {nullptr, wake_fd_, ZMQ_POLLIN, 0},
+                                 {nullptr, monitor_fd, ZMQ_POLLIN, 0}};
+      zmq::poll(items, monitor_fd >= 0 ? 3 : 2, std::max(wait, std::chrono::milliseconds(0)));
       if (items[1].revents & ZMQ_POLLIN) {
         std::uint64_t count = 0;
         (void)!read(wake_fd_, &count, sizeof count);
@@ -247,6 +270,32 @@ void PoolWorker::Impl::take_in() {
   while (recv_multipart(*broker_, parts_, 3, dropped)) {
     last_from_broker_ = std::chrono::steady_clock::now();
     on_broker_message(parts_, dropped);
+  }
+}
+
+void PoolWorker::Impl::watch_connection() {
+  for (;;) {
+    switch (monitor_.next()) {
+      case ConnectionMonitor::Change::kNone: return;
+      case ConnectionMonitor::Change::kUp:
+        if (!refusal_.code.empty()) {
+          log_info("pool broker accepts this worker's key again",
+                   {{"worker", options_.worker_id.value()}, {"broker", options_.broker_endpoint}});
+          refusal_ = Error{};
+        }
+        // A broker on the other end of a new connection may be a restarted one that does not
+        // know this worker: announce now rather than after a heartbeat and its reregister.
+        if (lost_connection_) announce();
+        lost_connection_ = false;
+        break;
+      case ConnectionMonitor::Change::kDown: lost_connection_ = true; break;
+      case ConnectionMonitor::Change::kRefused:
+        if (refusal_.code.empty()) {
+          log_error(monitor_.refusal(), {{"worker", options_.worker_id.value()}});
+        }
+        refusal_ = monitor_.refusal();
+        break;
+    }
   }
 }
 
@@ -366,5 +415,6 @@ void PoolWorker::stop() { impl_->stop(); }
 const WorkerId& PoolWorker::worker_id() const { return impl_->options_.worker_id; }
 std::uint64_t PoolWorker::announcements() const { return impl_->announcements_; }
 std::uint64_t PoolWorker::handled() const { return impl_->handled_; }
+Error PoolWorker::refusal() const { return impl_->refusal(); }
 
 }  // namespace cuda_agent

@@ -9,7 +9,12 @@
 // running the handler; a handler that throws is answered with "pool.handler_threw" (the
 // exception is translated here, once). When the broker goes silent for broker_timeout_ms (it died
 // or restarted) the worker re-creates its socket and announces itself again; when a restarted
-// broker does not know it, the broker asks it to re-announce, which it does at once.
+// broker does not know it, the broker asks it to re-announce, which it does at once; a new
+// connection after a lost one (the socket monitor sees both) is announced on at once too.
+// A broker that refuses the worker's handshake (its CURVE key is not on the allow-list, a wrong
+// server key, one side without CURVE) is logged at once, once, as "authentication failed for
+// ENDPOINT: ..." (refusal() returns it), instead of a "broker silent" line every
+// broker_timeout_ms; the worker keeps trying quietly with a new socket every broker_timeout_ms.
 //
 // Threading: slots + 1 threads share the DEALER socket under one mutex (leader/follower). One of
 // them, the leader, watches the socket and sends heartbeats (so a long handler never delays one);
@@ -94,6 +99,9 @@ class PoolWorker {
   std::uint64_t announcements() const;
   /// Handler calls that have returned.
   std::uint64_t handled() const;
+  /// Why the broker refused the last handshake: "pool.auth_failed" naming the endpoint (or
+  /// "pool.handshake_failed"); an empty code while none was refused since the last connection.
+  Error refusal() const;
 
   class Impl;
 

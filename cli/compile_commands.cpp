@@ -2,10 +2,12 @@
 // `cuda-agent artifacts get`: the compile farm (compile_farm/farm.h) from the command line.
 //
 // `compile` reads DIR/kernels/* (and DIR/model_new.py when present), sends them through a farm
-// (--farm ADDR: a broker's client endpoint; default: an embedded farm in this process) and prints
-// the report; with --store it also keeps the artifact in the run store, content-addressed. Exit
-// codes: 0 built, 1 refused by policy or the farm failed, 2 the solution does not compile or the
-// input is bad.
+// (--farm ADDR: a broker's client endpoint, reached with the CURVE keys of --manifest's
+// [security] when it names them; default: an embedded farm in this process) and prints the
+// report; with --store it also keeps the artifact in the run store, content-addressed. A farm
+// that refuses the keys fails at once ("authentication failed for ADDR"), one that is not there
+// after the client's reconnect timeout ("broker at ADDR not answering"). Exit codes: 0 built, 1
+// refused by policy or the farm failed, 2 the solution does not compile or the input is bad.
 #include <signal.h>
 
 #include <algorithm>
@@ -46,15 +48,24 @@ struct CompileArgs {
   bool json = false;
 };
 
-Expected<CompileOptions> compile_options(const std::string& manifest) {
-  if (manifest.empty()) return CompileOptions{};
+// What --manifest gives `compile`: [compile] options and the [security] client keys (nullopt:
+// no --manifest, or a manifest without keys). Without --manifest, the built-in defaults.
+struct CompileSettings {
+  CompileOptions compile;
+  std::optional<CurveClientKeys> curve;
+};
+
+Expected<CompileSettings> compile_settings(const std::string& manifest) {
+  if (manifest.empty()) return CompileSettings{};
   ASSIGN_OR_RETURN(Manifest m, load_manifest(manifest));
-  return m.compile;
+  ASSIGN_OR_RETURN(auto curve, client_curve(m));
+  return CompileSettings{m.compile, std::move(curve)};
 }
 
 int run_compile(const CompileArgs& a) {
-  auto options = compile_options(a.manifest);
-  if (!options) return report(options.error());
+  auto settings = compile_settings(a.manifest);
+  if (!settings) return report(settings.error());
+  const CompileOptions* options = &settings->compile;
   auto files = read_solution(a.dir);
   if (!files) return report(files.error());
   CompileRequest request;
@@ -69,16 +80,18 @@ int run_compile(const CompileArgs& a) {
   request.extra_flags = a.flags;
 
   std::unique_ptr<EmbeddedCompileFarm> embedded;
-  std::string endpoint = a.farm;
-  if (endpoint.empty()) {
+  PoolClientOptions client_options{.broker_endpoint = a.farm};
+  if (a.farm.empty()) {
     CompileServiceOptions so;
     so.compile = *options;
     auto farm = EmbeddedCompileFarm::start(so, 1);
     if (!farm) return report(farm.error());
     embedded = std::move(*farm);
-    endpoint = embedded->client_endpoint();
+    client_options.broker_endpoint = embedded->client_endpoint();  // loopback, no CURVE
+  } else {
+    client_options.curve = settings->curve;  // a secured run's farm takes the run's client key
   }
-  auto client = CompileClient::connect({.broker_endpoint = endpoint});
+  auto client = CompileClient::connect(client_options);
   if (!client) return report(client.error());
   Expected<CompileResult> result = (*client)->compile(std::move(request));
   if (!result) {
@@ -120,7 +133,9 @@ void add_compile_commands(CLI::App& app, CommandResult& result) {
       ->check(CLI::IsMember({"default", "pure"}));
   compile->add_option("--flag", args->flags, "an extra nvcc flag the farm allows (repeatable)");
   compile->add_option("--store", args->store, "also keep the artifact in this run store");
-  compile->add_option("--manifest", args->manifest, "read [compile] options from this manifest");
+  compile->add_option("--manifest", args->manifest,
+                      "read [compile] options, and the CURVE keys for --farm from [security], from "
+                      "this manifest");
   compile->add_option("--timeout-ms", args->timeout_ms, "give up after this long")
       ->capture_default_str()
       ->check(CLI::Range(1, std::numeric_limits<std::int32_t>::max()));

@@ -55,7 +55,8 @@ void add_manifest_commands(CLI::App& app, CommandResult& result) {
   auto* launch = app.add_subcommand(
       "launch",
       "Plan every process a manifest names, per node (without FILE: the embedded "
-      "single-machine default). Only --dry-run exists until the serve roles land.");
+      "single-machine default). Only --dry-run exists; `cuda-agent train` starts the plan of this "
+      "machine.");
   launch->add_option("FILE", args->file, "manifest (default: embedded single-machine)")
       ->check(CLI::ExistingFile);
   launch->add_flag("--dry-run", args->dry_run, "print the processes and command lines per node")

@@ -17,6 +17,8 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -513,39 +515,51 @@ int run_status(const TrainArgs& a, bool json) {
     return report(make_error(ErrorCategory::kNotFound, "train.no_run",
                              "run '" + run.value() + "' has not recorded a step yet in " + so.dir));
   }
+  const CoordinatorStateRecord cs = p->run->coordinator_state.value_or(CoordinatorStateRecord{});
+  // What the run was started with (its directory's manifest), not today's defaults.
+  auto staleness = static_cast<std::uint64_t>(r.manifest.learner.staleness);
+  if (auto text = read_text(r.manifest_copy); text) {
+    if (auto used = parse_manifest(*text, r.manifest_copy.string(), r.run_dir); used)
+      staleness = static_cast<std::uint64_t>(used->learner.staleness);
+  }
   if (json) {
-    std::string out = "{\"run\":\"" + run.value() + "\",\"state\":\"" + p->run->state +
-                      "\",\"stage\":\"" + to_string(p->run->stage) +
-                      "\",\"policy_version\":" + std::to_string(p->run->policy_version.value()) +
-                      ",\"reward\":\"" + (r.compile_only ? "compile-only" : "full") +
-                      "\",\"episodes\":" + std::to_string(p->episodes) +
-                      ",\"aborted\":" + std::to_string(p->aborted) + ",\"by_version\":[";
-    bool first = true;
+    nlohmann::json j = {{"run", run.value()},
+                        {"state", p->run->state},
+                        {"stage", to_string(p->run->stage)},
+                        {"step", cs.step},
+                        {"policy_version", p->run->policy_version.value()},
+                        {"staleness_bound", staleness},
+                        {"reward", r.compile_only ? "compile-only" : "full"},
+                        {"episodes", p->episodes},
+                        {"aborted", p->aborted},
+                        {"trained", cs.trained},
+                        {"stale", cs.stale},
+                        {"orphaned", cs.orphaned},
+                        {"checkpoints", p->checkpoints.size()}};
+    nlohmann::json versions = nlohmann::json::array();
     for (const auto& [version, v] : p->by_version) {
-      out += std::string(first ? "" : ",") + "{\"version\":" + std::to_string(version) +
-             ",\"episodes\":" + std::to_string(v.episodes) +
-             ",\"mean_reward\":" + std::to_string(v.episodes ? v.reward_sum / v.episodes : 0.0) +
-             ",\"tiers\":{";
-      bool ft = true;
-      for (const auto& [tier, n] : v.tiers) {
-        out += std::string(ft ? "" : ",") + "\"" + std::to_string(tier) + "\":" + std::to_string(n);
-        ft = false;
-      }
-      out += "}}";
-      first = false;
+      nlohmann::json tiers = nlohmann::json::object();
+      for (const auto& [tier, n] : v.tiers) tiers[std::to_string(tier)] = n;
+      versions.push_back({{"version", version},
+                          {"episodes", v.episodes},
+                          {"mean_reward", v.episodes ? v.reward_sum / double(v.episodes) : 0.0},
+                          {"tiers", tiers}});
     }
-    out += "],\"checkpoints\":" + std::to_string(p->checkpoints.size()) + "}\n";
-    std::fputs(out.c_str(), stdout);
+    j["by_version"] = versions;
+    std::printf("%s\n", j.dump().c_str());
     return 0;
   }
   std::printf(
-      "run '%s' (%s): %s, stage %s, policy v%llu, %llu episodes (%llu aborted), %zu "
-      "checkpoints\n",
+      "run '%s' (%s): %s, stage %s, step %llu, policy v%llu, staleness bound S = %llu, %zu "
+      "checkpoints\n  episodes: %llu with a reward (%llu aborted); trained %llu, stale %llu, "
+      "orphaned %llu\n",
       run.value().c_str(), r.source.c_str(), p->run->state.c_str(),
-      to_string(p->run->stage).c_str(),
+      to_string(p->run->stage).c_str(), static_cast<unsigned long long>(cs.step),
       static_cast<unsigned long long>(p->run->policy_version.value()),
+      static_cast<unsigned long long>(staleness), p->checkpoints.size(),
       static_cast<unsigned long long>(p->episodes), static_cast<unsigned long long>(p->aborted),
-      p->checkpoints.size());
+      static_cast<unsigned long long>(cs.trained), static_cast<unsigned long long>(cs.stale),
+      static_cast<unsigned long long>(cs.orphaned));
   if (r.compile_only) std::printf("%s\n", kCompileOnlyNote);
   std::printf("%s", reward_curve(*p, r.compile_only).c_str());
   for (const auto& [version, v] : p->by_version) {

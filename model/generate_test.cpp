@@ -122,7 +122,11 @@ TEST(Generate, SeededSamplingIsReproducibleWhateverTheBatch) {
   auto solo = run_all(m, {reqs[2]}, {.max_batch = 1, .max_seq_len = 64});
   for (std::size_t i = 0; i < 5; ++i) {
     EXPECT_EQ(a[i].tokens, b[i].tokens);
-    EXPECT_EQ(a[i].logprobs, b[i].logprobs);
+    // Equal up to rounding: an optimised BLAS (OpenBLAS) blocks a matmul by its batch shape, so
+    // the last bits of a row's logits may depend on what it was batched with.
+    ASSERT_EQ(a[i].logprobs.size(), b[i].logprobs.size());
+    for (std::size_t k = 0; k < a[i].logprobs.size(); ++k)
+      EXPECT_NEAR(a[i].logprobs[k], b[i].logprobs[k], 1e-5) << i << " " << k;
   }
   EXPECT_EQ(a[2].tokens, solo[0].tokens);
   reqs[0].params.seed = 7;

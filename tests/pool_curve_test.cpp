@@ -1,5 +1,6 @@
 // CURVE on the work pool: only clients and workers whose public keys the broker allows (ZAP
-// handler) get service; everyone else's requests go unanswered until their deadline.
+// handler) get service; everyone else learns it at once (issue 27 item 2): their requests fail
+// with "pool.auth_failed" naming the endpoint, long before their deadline.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -21,15 +22,16 @@ std::filesystem::path temp_dir() {
 }
 
 PoolOutcome call_as(const WorkPoolBroker& broker, std::optional<CurveClientKeys> keys,
-                    const std::string& id) {
+                    const std::string& id, std::int64_t deadline_in_ms = 400) {
   auto client = must(
       PoolClient::connect({.broker_endpoint = broker.client_endpoint(), .curve = std::move(keys)}));
-  return client->call_with_details(request(id, "p", {}, 400));
+  return client->call_with_details(request(id, "p", {}, deadline_in_ms));
 }
 
-// Covers: an unknown client key, no CURVE at all, and a wrong server key each get no service
-// (their waits end at the deadline and no handler runs); a worker with an unknown key never
-// registers; the allowed client, with keys read from key files, gets its answer.
+// Covers: an unknown client key, no CURVE at all, and a wrong server key each get no service: a
+// request with a 20 s deadline fails within 2 s with "pool.auth_failed", "authentication failed
+// for ENDPOINT", and no handler runs; a worker with an unknown key never registers and says why
+// (refusal()); the allowed client, with keys read from key files, gets its answer.
 TEST(PoolCurve, OnlyAllowedKeysGetService) {
   quiet_logs();
   const auto dir = temp_dir();
@@ -66,15 +68,59 @@ TEST(PoolCurve, OnlyAllowedKeysGetService) {
            {"unknown-key", CurveClientKeys{server_public, stranger}},
            {"no-curve", std::nullopt},
            {"wrong-server-key", CurveClientKeys{impostor_server.public_z85, client}}}) {
-    auto refused = call_as(*broker, keys, id);
+    const auto start = std::chrono::steady_clock::now();
+    auto refused = call_as(*broker, keys, id, 20'000);
+    const auto waited = std::chrono::steady_clock::now() - start;
     ASSERT_FALSE(refused.result) << id;
-    EXPECT_EQ(refused.result.error().code, "pool.deadline_expired") << id;
+    EXPECT_EQ(refused.result.error().code, "pool.auth_failed") << id;
+    EXPECT_NE(refused.result.error().message.find("authentication failed for " +
+                                                  broker->client_endpoint()),
+              std::string::npos)
+        << id << ": " << refused.result.error().message;
+    EXPECT_LT(waited, std::chrono::seconds(2)) << id;
   }
+  EXPECT_TRUE(eventually([&] { return rogue->refusal().code == "pool.auth_failed"; },
+                         std::chrono::seconds(2)))
+      << rogue->refusal().to_string();
+  EXPECT_NE(rogue->refusal().message.find(broker->worker_endpoint()), std::string::npos);
+  EXPECT_TRUE(worker->refusal().code.empty()) << worker->refusal().to_string();
   auto s = stats_of(*broker);
   EXPECT_EQ(s.submitted, 1u);
-  EXPECT_EQ(s.workers.size(), 1u);  // the rogue worker never registered (1.2 s of retries)
+  EXPECT_EQ(s.workers.size(), 1u);  // the rogue worker never registered
   EXPECT_EQ(runs.load(), 1);
   std::filesystem::remove_all(dir);
+}
+
+// Covers: a client whose key was refused, asked again (call, call_async, stats): each fails at
+// once with the same refusal, without waiting for a broker that will never let it in.
+TEST(PoolCurve, ARefusedClientFailsEveryLaterRequestAtOnce) {
+  quiet_logs();
+  const CurveKeyPair server = must(generate_curve_keypair());
+  const CurveKeyPair allowed = must(generate_curve_keypair());
+  auto options = fast_broker();
+  options.curve = CurveServerKeys{server, {allowed.public_z85}};
+  auto broker = must(WorkPoolBroker::start(options));
+  std::promise<PoolOutcome> async;  // outlives the client
+  auto client = must(PoolClient::connect(
+      {.broker_endpoint = broker->client_endpoint(),
+       .curve = CurveClientKeys{server.public_z85, must(generate_curve_keypair())}}));
+  auto first = client->call_with_details(request("first", "p", {}, 20'000));
+  ASSERT_FALSE(first.result);
+  ASSERT_EQ(first.result.error().code, "pool.auth_failed");
+  const auto start = std::chrono::steady_clock::now();
+  auto again = client->call_with_details(request("again", "p", {}, 20'000));
+  ASSERT_FALSE(again.result);
+  EXPECT_EQ(again.result.error().code, "pool.auth_failed");
+  client->call_async(request("async", "p", {}, 20'000),
+                     [&](PoolOutcome o) { async.set_value(std::move(o)); });
+  auto async_outcome = async.get_future();
+  ASSERT_EQ(async_outcome.wait_for(std::chrono::seconds(2)), std::future_status::ready);
+  EXPECT_EQ(async_outcome.get().result.error().code, "pool.auth_failed");
+  auto stats = client->stats(std::chrono::seconds(10));
+  ASSERT_FALSE(stats);
+  EXPECT_EQ(stats.error().code, "pool.auth_failed");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+  EXPECT_EQ(stats_of(*broker).submitted, 0u);
 }
 
 TEST(PoolCurve, CurveNeedsAnAllowList) {

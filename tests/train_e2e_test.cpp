@@ -30,6 +30,7 @@
 
 #include "storage/run_store.h"
 #include "storage/store_test_util.h"
+#include "tests/cli_runner.h"
 
 namespace cuda_agent {
 namespace {
@@ -38,24 +39,12 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 using testing::TempDir;
 
-struct Ran {
-  int exit_code = -1;
-  std::string output;
-};
+using Ran = testing::CmdResult;
 
-// `cd DIR && cuda-agent ARGS`, stdout and stderr together, killed after `limit_s`.
+// `cd DIR && cuda-agent ARGS`, stdout and stderr together, interrupted after `limit_s`.
 Ran run_in(const std::string& dir, const std::string& args, int limit_s) {
-  const std::string cmd = "cd '" + dir + "' && timeout -s INT " + std::to_string(limit_s) + " " +
-                          CUDA_AGENT_EXE + " " + args + " 2>&1";
-  Ran r;
-  std::FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf;
-  std::size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.output.append(buf.data(), n);
-  const int status = ::pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return testing::run_shell("cd '" + dir + "' && timeout -s INT " + std::to_string(limit_s) + " " +
+                            CUDA_AGENT_EXE + " " + args + " 2>&1");
 }
 
 std::string short_run_settings() {

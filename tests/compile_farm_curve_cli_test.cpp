@@ -1,0 +1,159 @@
+// `cuda-agent compile DIR --farm ADDR` against a CURVE-secured farm (issue 27 item 2), driven as a
+// user does: the broker (real, with the run's client key as its only allowed one) and a compile
+// worker stand-in live in the test process; the CLI is a child process. With --manifest naming the
+// run's keys the build comes back; with a key the farm does not allow, or none, the CLI fails
+// within seconds with "authentication failed for ADDR" instead of waiting out --timeout-ms.
+//
+// The worker stand-in answers every request with a fixed CompileReply (no nvcc): what is under
+// test is the path between the CLI and the farm.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+
+#include "actors/curve_keys.h"
+#include "actors/pool_worker.h"
+#include "actors/work_pool_broker.h"
+#include "core/log.h"
+#include "messages/compile_codec.h"
+#include "tests/cli_runner.h"
+
+namespace cuda_agent {
+namespace {
+
+namespace fs = std::filesystem;
+
+template <class T>
+T must(Expected<T> e) {
+  if (!e) {
+    ADD_FAILURE() << e.error().to_string();
+    std::abort();
+  }
+  return std::move(e).value();
+}
+
+struct CliRun {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr
+  std::int64_t wall_ms = 0;
+};
+
+// `cuda-agent ARGS`, killed after 60 s (timeout(1)) so a hang fails the test instead of blocking.
+CliRun run_cli(const std::string& args) {
+  const std::string cmd =
+      std::string("timeout -k 5 60 ") + CUDA_AGENT_EXE + " --log-level warn " + args + " 2>&1";
+  const auto start = std::chrono::steady_clock::now();
+  const testing::CmdResult ran = testing::run_shell(cmd);
+  CliRun r{ran.exit_code, ran.output};
+  r.wall_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                  std::chrono::steady_clock::now() - start)
+                  .count();
+  return r;
+}
+
+class CompileFarmCurveCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    (void)setup_logging({.level = "error"});
+    std::random_device rd;
+    root_ = fs::temp_directory_path() / ("compile_farm_curve_cli_test-" + std::to_string(rd()) +
+                                         "-" + std::to_string(::getpid()));
+    fs::create_directories(root_ / "keys");
+    for (const char* name : {"server", "client", "stranger"}) {
+      ASSERT_TRUE(write_curve_key_files(must(generate_curve_keypair()), root_ / "keys", name));
+    }
+    write_manifest("run.toml", "client");
+    write_manifest("stranger.toml", "stranger");
+    fs::create_directories(root_ / "sol/kernels");
+    std::ofstream(root_ / "sol/kernels/k.cu") << "__global__ void k() {}\n";
+
+    const CurveKeyPair server = must(read_curve_key_file(root_ / "keys/server.key_secret"));
+    const CurveKeyPair client = must(read_curve_key_file(root_ / "keys/client.key_secret"));
+    WorkPoolBrokerOptions bo;
+    bo.name = "compile-farm";
+    bo.curve = CurveServerKeys{server, {client.public_z85}};
+    broker_ = must(WorkPoolBroker::start(bo));
+    PoolWorkerOptions wo;
+    wo.broker_endpoint = broker_->worker_endpoint();
+    wo.worker_id = WorkerId{"fake-compile-worker"};
+    wo.curve = CurveClientKeys{server.public_z85, client};
+    worker_ = must(PoolWorker::start(wo, [this](const WorkItem& item) -> Expected<std::string> {
+      ++builds_;
+      auto request = decode_compile_request(item.payload.view());
+      if (!request) return request.error();
+      CompileResult built;
+      built.artifact = "fake shared object";
+      built.artifact_size_bytes = built.artifact.size();
+      built.artifact_hash = "fake-build-of-" + std::to_string(request->files.size()) + "-files";
+      built.log = "built by the test's stand-in worker";
+      return encode_compile_reply(CompileReply{request->header.request_id, built});
+    }));
+  }
+  void TearDown() override {
+    worker_.reset();
+    broker_.reset();
+    std::error_code ec;
+    fs::remove_all(root_, ec);
+  }
+
+  void write_manifest(const std::string& file, const std::string& client_key) {
+    std::ofstream(root_ / file) << "[run]\nname = \"curve-test\"\n\n[security]\n"
+                                << "server_secret_key_file = \"keys/server.key_secret\"\n"
+                                << "client_secret_key_file = \"keys/" << client_key
+                                << ".key_secret\"\n"
+                                << "server_public_key_file = \"keys/server.key\"\n\n"
+                                << "[[nodes]]\nhost = \"localhost\"\ngpus = 0\n"
+                                << "roles = [\"coordinator\", \"compile\"]\n";
+  }
+  std::string compile_args(const std::string& manifest) const {
+    std::string args = "compile " + (root_ / "sol").string() + " --farm " +
+                       broker_->client_endpoint() + " --timeout-ms 30000 --json";
+    if (!manifest.empty()) args += " --manifest " + (root_ / manifest).string();
+    return args;
+  }
+
+  fs::path root_;
+  std::unique_ptr<WorkPoolBroker> broker_;
+  std::unique_ptr<PoolWorker> worker_;
+  std::atomic<int> builds_{0};
+};
+
+// Covers: the run's client key, read from the manifest's [security], reaches the farm and the
+// build comes back. Before the fix `compile` connected without keys and waited 30 s.
+TEST_F(CompileFarmCurveCli, TheManifestsKeysReachTheFarm) {
+  const CliRun r = run_cli(compile_args("run.toml"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto json = nlohmann::json::parse(r.output.substr(r.output.find('{')));
+  EXPECT_EQ(json.at("artifact_hash"), "fake-build-of-1-files");
+  EXPECT_EQ(builds_.load(), 1);
+}
+
+// Covers: a client key the farm does not allow (via --manifest), and no keys at all (no
+// --manifest). Each fails within seconds, exit 1, naming the endpoint, and nothing is built.
+TEST_F(CompileFarmCurveCli, ARefusedKeyFailsAtOnceNamingTheFarm) {
+  for (const std::string manifest : {"stranger.toml", ""}) {
+    const CliRun r = run_cli(compile_args(manifest));
+    EXPECT_EQ(r.exit_code, 1) << manifest << ": " << r.output;
+    EXPECT_NE(r.output.find("authentication failed for " + broker_->client_endpoint()),
+              std::string::npos)
+        << manifest << ": " << r.output;
+    EXPECT_NE(r.output.find("pool.auth_failed"), std::string::npos) << r.output;
+    // Process start-up included; the refusal itself takes milliseconds.
+    EXPECT_LT(r.wall_ms, 5000) << manifest << ": " << r.output;
+    std::printf("[ refused key ] %s: failed after %lld ms\n",
+                manifest.empty() ? "no --manifest" : manifest.c_str(),
+                static_cast<long long>(r.wall_ms));
+  }
+  EXPECT_EQ(builds_.load(), 0);
+}
+
+}  // namespace
+}  // namespace cuda_agent
