@@ -346,8 +346,8 @@ caf::behavior gateway_fn(GatewaySelf self, GatewayArgs args) {
         } else if (from_learner) {  // StepDone, CheckpointDone, CoordinatorFailure
           self->send(st.proxy, gw_reply_atom::value, std::move(frame));
         } else {
-          log_debug("coordinator gateway: an answer from a peer that is not the learner dropped",
-                    {{"request", id}});
+          log_warn("coordinator gateway: an answer from a peer that is not the learner dropped",
+                   {{"request", id}});
         }
       },
       [self](gw_follow_atom) {
