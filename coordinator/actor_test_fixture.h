@@ -26,6 +26,8 @@ struct LearnerLog {
   std::vector<TrainStep> steps;
   std::vector<CheckpointRequest> checkpoints;
   bool hold = false;  // keep step requests unanswered
+  /// Answer the next step request with this step number instead of its own (once).
+  std::optional<std::uint64_t> wrong_step;
   std::vector<caf::typed_response_promise<StepDone>> held;
 };
 
@@ -36,6 +38,9 @@ inline learner_peer::behavior_type fake_learner(learner_peer::pointer self, Lear
         auto p = self->make_response_promise<StepDone>();
         if (log->hold) {
           log->held.push_back(p);
+        } else if (log->wrong_step) {
+          p.deliver(StepDone{*log->wrong_step, PolicyVersion{*log->wrong_step + 1}, {}});
+          log->wrong_step.reset();
         } else {
           p.deliver(StepDone{s.step, PolicyVersion{s.version.value() + 1}, {{"loss/policy", 0.5}}});
         }

@@ -130,7 +130,17 @@ void request_checkpoint(Self self) {
 
 void on_step_done(Self self, const StepDone& done) {
   auto& st = self->state;
-  if (st.phase != StepPhase::kTraining || !st.batch || done.step != st.batch->step) return;
+  if (st.phase != StepPhase::kTraining || !st.batch) return;
+  if (done.step != st.batch->step) {
+    // The answer to this request names another step: not this batch's result. Offer it again
+    // rather than wait for an answer that already came.
+    log_warn("coordinator: the learner answered step " + std::to_string(st.batch->step) +
+             " with step " + std::to_string(done.step) + "; its batch is offered again");
+    st.ledger->step_failed(*st.batch);
+    st.batch.reset();
+    st.phase = StepPhase::kIdle;
+    return;
+  }
   const Batch batch = *st.batch;
   st.batch.reset();
   st.ledger->step_done(batch);

@@ -243,5 +243,25 @@ TEST_F(CoordinatorActorTest, ALearnerThatDiesMidStepGetsItsBatchOfferedAgain) {
   EXPECT_EQ(status().trained, 2u);
 }
 
+// An answer naming another step (a learner still answering a previous coordinator's request
+// whose id collided) is not this batch's result: the batch is offered again, never left waiting.
+TEST_F(CoordinatorActorTest, AnAnswerForAnotherStepGetsTheBatchOfferedAgain) {
+  start(options(2, 1));
+  Assignment a = ask("w").assignment, b = ask("w").assignment;
+  submit("w", a);
+  submit("w", b);
+  LearnerLog log;
+  log.wrong_step = 7;
+  attach_learner(&log);
+  EXPECT_EQ(status().version.value(), 0u) << "the wrong answer was recorded";
+  EXPECT_EQ(status().trained, 0u);
+  sched_->advance_time(1s);  // the next tick offers the batch again
+  pump();
+  ASSERT_EQ(log.steps.size(), 2u);
+  EXPECT_EQ(log.steps[1].step, 0u);
+  EXPECT_EQ(log.steps[1].episodes, log.steps[0].episodes);
+  EXPECT_EQ(status().trained, 2u);
+}
+
 }  // namespace
 }  // namespace cuda_agent

@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "actors/actor_runtime.h"
+#include "core/clock.h"
 #include "core/log.h"
 #include "messages/coordinator_codec.h"
 
@@ -271,13 +272,12 @@ void attach(GatewaySelf self, const std::string& peer, const AttachLearner& a) {
   }
   if (st.proxy && st.learner_peer == peer && st.learner == a.learner) return;  // a keep-alive
   learner_proxy old = std::move(st.proxy);
-  ProxyArgs args{st.args.outbox,
-                 st.args.counters,
-                 peer,
-                 a.learner,
-                 st.args.options.run,
+  ProxyArgs args{st.args.outbox, st.args.counters, peer, a.learner, st.args.options.run,
                  st.args.options.learner_silence_timeout,
-                 "learner-" + std::to_string(++st.proxies)};
+                 // Unique across restarts of this process: a learner still answering a request
+                 // of the previous coordinator must not match one of this coordinator's.
+                 "learner-" + std::to_string(::getpid()) + "-" + std::to_string(now_unix_ms()) +
+                     "-" + std::to_string(++st.proxies)};
   st.proxy = self->spawn(learner_proxy_fn, std::move(args));
   self->monitor(st.proxy);
   st.learner_peer = peer;

@@ -165,12 +165,12 @@ TEST(TrainE2E, CpuDefaultRunsEveryStageToTheEndAndResumesFinished) {
   EXPECT_EQ((*reopened)->get_run(run)->policy_version.value(), kSteps);
 }
 
-// DISABLED (run it with --gtest_also_run_disabled_tests): it found a bug not fixed yet. With
-// CHAOS_SEED=4192850249 it passed; in another run the coordinator was SIGKILLed twice around step
-// 0, the restarted coordinator sent step 1, the learner trained it and answered (its log shows
-// "step 1 ... v1->v2"), but the StepDone never reached the coordinator, which then waits out its
-// step timeout (1 h) with the run stalled. Suspect: the gateway drops a frame whose ZeroMQ peer
-// is not the attached learner's (coordinator/coordinator_gateway.cpp, `from_learner`).
+// DISABLED (run it with --gtest_also_run_disabled_tests) until it has passed on many seeds. It
+// found a stall: a coordinator restarted under a learner still answering the previous one's
+// request got that answer (for another step) under a colliding request id, ignored it and waited
+// out its 1 h step timeout. Fixed (request ids unique per gateway process; an answer naming
+// another step gets the batch offered again: coordinator_actor_test
+// AnAnswerForAnotherStepGetsTheBatchOfferedAgain); not yet re-run enough to enable.
 //
 // Chaos: while the same short run goes on, SIGKILL a random role process (coordinator, learner,
 // policy engine, rollout worker, compile farm or worker) every 20-40 s, 4 times (seeded; the seed
