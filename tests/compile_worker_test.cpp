@@ -26,7 +26,7 @@
 #include "compile_farm/farm.h"
 #include "core/clock.h"
 #include "core/log.h"
-#include "store_child.h"
+#include "tests/compile_worker_fixture.h"
 
 namespace cuda_agent {
 namespace {
@@ -34,8 +34,6 @@ namespace {
 using namespace std::chrono_literals;
 using testing::Child;
 using SteadyClock = std::chrono::steady_clock;
-
-constexpr std::int64_t kHeartbeatTimeoutMs = 1500;
 
 // A preprocessor condition of 2^23 terms: each of nvcc's two `gcc -E` passes (a cc1plus,
 // grandchild of the worker) spends seconds of CPU on it, long enough to be caught running and
@@ -151,74 +149,13 @@ bool is_compiler_stage(const std::string& comm) {
   return kStages.count(comm) > 0;
 }
 
-class CompileWorkerTest : public ::testing::Test {
+class CompileWorkerTest : public testing::CompileWorkersFixture {
  protected:
-  void SetUp() override {
-    if (!std::filesystem::exists("/usr/local/cuda/bin/nvcc")) {
-      GTEST_SKIP() << "no CUDA toolkit at /usr/local/cuda: the workers cannot compile";
-    }
-    (void)setup_logging({.level = "warn"});
-    std::random_device rd;
-    nonce_ = std::to_string(rd()) + std::to_string(::getpid());
-    root_ = std::filesystem::temp_directory_path() / ("compile_worker_test_" + nonce_);
-    std::filesystem::create_directories(root_);
-    WorkPoolBrokerOptions o;
-    o.heartbeat_timeout_ms = kHeartbeatTimeoutMs;
-    o.first_heartbeat_grace_ms = kHeartbeatTimeoutMs;
-    o.housekeeping_interval_ms = 10;
-    o.max_attempts = 3;
-    auto b = WorkPoolBroker::start(o);
-    ASSERT_TRUE(b) << b.error().to_string();
-    broker_ = std::move(*b);
-    auto c = CompileClient::connect({.broker_endpoint = broker_->client_endpoint()});
-    ASSERT_TRUE(c) << c.error().to_string();
-    client_ = std::move(*c);
-  }
-  void TearDown() override {
-    workers_.clear();  // SIGKILL and reap whatever is still running
-    client_.reset();
-    broker_.reset();
-    std::error_code ec;
-    std::filesystem::remove_all(root_, ec);
-  }
-
-  // Starts `cuda-agent serve compile-worker` with one job slot and its own cache.
-  void start_worker(const std::string& id) {
-    const std::string cache = (root_ / ("cache-" + id)).string();
-    workers_[id] = std::make_unique<Child>(
-        std::vector<std::string>{CUDA_AGENT_EXE, "--log-level", "warn", "serve", "compile-worker",
-                                 "--connect", broker_->worker_endpoint(), "--id", id, "--jobs", "1",
-                                 "--cache-dir", cache, "--heartbeat-ms", "100"});
-    ASSERT_TRUE(workers_[id]->started()) << "could not start worker " << id;
-  }
-
-  PoolStats stats() {
-    auto s = broker_->stats();
-    EXPECT_TRUE(s) << s.error().to_string();
-    return s ? *s : PoolStats{};
-  }
-
-  // Polls the broker's stats (every 5 ms) until `condition` holds or `timeout` passes.
-  bool wait_for(const std::function<bool(const PoolStats&)>& condition,
-                std::chrono::milliseconds timeout) {
-    const auto deadline = SteadyClock::now() + timeout;
-    while (SteadyClock::now() < deadline) {
-      if (condition(stats())) return true;
-      std::this_thread::sleep_for(5ms);  // polling interval of an observed condition, not a wait
-    }
-    return false;
-  }
-
+  CompileWorkerTest() : CompileWorkersFixture("compile_worker_test_") {}
   // Whether the broker sees exactly the worker `id` and no other.
   static bool only(const PoolStats& s, const std::string& id) {
     return s.workers.size() == 1 && s.workers[0].worker_id.value() == id;
   }
-
-  std::string nonce_;
-  std::filesystem::path root_;
-  std::unique_ptr<WorkPoolBroker> broker_;
-  std::unique_ptr<CompileClient> client_;
-  std::map<std::string, std::unique_ptr<Child>> workers_;
 };
 
 TEST_F(CompileWorkerTest, AWorkerKilledMidBuildLeavesNoCompilerBehind) {
