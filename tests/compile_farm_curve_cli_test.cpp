@@ -25,20 +25,14 @@
 #include "core/log.h"
 #include "messages/compile_codec.h"
 #include "tests/cli_runner.h"
+#include "tests/pool_test_util.h"
 
 namespace cuda_agent {
 namespace {
 
 namespace fs = std::filesystem;
 
-template <class T>
-T must(Expected<T> e) {
-  if (!e) {
-    ADD_FAILURE() << e.error().to_string();
-    std::abort();
-  }
-  return std::move(e).value();
-}
+using pool_test::must;
 
 struct CliRun {
   int exit_code = -1;
