@@ -1,6 +1,8 @@
 #include "actors/pool_dispatch.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <utility>
 
 #include "core/log.h"
 
@@ -20,6 +22,17 @@ zmq::message_t keep_frame(zmq::message_t& payload) {
 Error deadline_error(const std::string& id, const char* where) {
   return make_error(ErrorCategory::kTimeout, "pool.deadline_expired",
                     "request " + id + " passed its deadline " + where);
+}
+
+// A ROUTER routing id as describe_peer (pool_transport.h) writes it: "id=0080000001".
+std::string routing_id_hex(const std::string& routing_id) {
+  std::string out = "id=";
+  for (std::size_t i = 0; i < routing_id.size() && i < 32; ++i) {
+    char hex[3];
+    std::snprintf(hex, sizeof hex, "%02x", static_cast<unsigned char>(routing_id[i]));
+    out += hex;
+  }
+  return out;
 }
 
 std::uint64_t percentile(std::vector<std::uint32_t> samples, double q) {
@@ -69,25 +82,92 @@ void PoolDispatcher::on_submit(const std::string& client, PoolSubmit submit, zmq
     return;
   }
   auto worker = pick_worker(submit.tags);
-  if (worker == workers_.end() &&
-      queue_.size() >= static_cast<std::size_t>(options_.max_queued_requests)) {
-    ++stats_.rejected_busy;
-    refuse(client, submit.header.request_id,
-           make_error(ErrorCategory::kUnavailable, "pool.busy",
-                      options_.name + ": " + std::to_string(queue_.size()) +
-                          " requests are waiting already; retry later"));
-    return;
+  if (worker == workers_.end()) {
+    // The client's own bound first: a flooding client learns that it is its share that is full,
+    // and its flood leaves the rest of the queue to the others.
+    auto own = queues_.find(client);
+    const std::size_t own_queued = own == queues_.end() ? 0 : own->second.ids.size();
+    if (own != queues_.end() &&
+        own_queued >= static_cast<std::size_t>(options_.max_queued_per_client)) {
+      ++stats_.rejected_busy;
+      if (!own->second.refusal_logged) {  // once until its queue empties
+        own->second.refusal_logged = true;
+        log_warn("pool client over its queue share", {{"pool", options_.name},
+                                                      {"client", routing_id_hex(client)},
+                                                      {"queued", std::to_string(own_queued)}});
+      }
+      refuse(client, submit.header.request_id,
+             make_error(ErrorCategory::kUnavailable, "pool.client_busy",
+                        options_.name + ": this client has " + std::to_string(own_queued) +
+                            " requests waiting already, its limit (max_queued_per_client " +
+                            std::to_string(options_.max_queued_per_client) + "); retry later"));
+      return;
+    }
+    if (queued_ >= static_cast<std::size_t>(options_.max_queued_requests)) {
+      ++stats_.rejected_busy;
+      refuse(client, submit.header.request_id,
+             make_error(ErrorCategory::kUnavailable, "pool.busy",
+                        options_.name + ": " + std::to_string(queued_) +
+                            " requests are waiting already; retry later"));
+      return;
+    }
   }
   Request& request = requests_[id];
   request.header = std::move(submit.header);
   request.tags = std::move(submit.tags);
   request.payload = std::move(payload);
   request.waiters.push_back(client);
+  request.owner = client;
   if (worker != workers_.end()) {
+    if (turns_.empty()) round_served_.clear();  // no queue: every client's turn is now
+    round_served_.insert(client);
     dispatch(id, request, worker->first, worker->second, now);
   } else {
-    request.queued = true;
-    queue_.push_back(id);
+    enqueue(id, request, false);
+  }
+}
+
+void PoolDispatcher::enqueue(const std::string& request_id, Request& request, bool front) {
+  auto [q, joined] = queues_.try_emplace(request.owner);
+  if (front) {
+    q->second.ids.push_front(request_id);
+    if (!joined) leave_turns(std::find(turns_.begin(), turns_.end(), request.owner));
+    turns_.push_front(request.owner);  // next, whether or not it was served in this round
+  } else {
+    q->second.ids.push_back(request_id);
+    if (joined) join_turns(request.owner);
+  }
+  request.queued = true;
+  queued_peak_ = std::max(queued_peak_, ++queued_);
+}
+
+void PoolDispatcher::join_turns(const std::string& client) {
+  if (round_served_.count(client)) {
+    turns_.push_back(client);
+    ++served_in_turns_;
+  } else {
+    turns_.insert(turns_.end() - static_cast<std::ptrdiff_t>(served_in_turns_), client);
+  }
+}
+
+void PoolDispatcher::leave_turns(std::deque<std::string>::iterator turn) {
+  const auto unserved = static_cast<std::ptrdiff_t>(turns_.size() - served_in_turns_);
+  if (turn - turns_.begin() >= unserved) --served_in_turns_;
+  turns_.erase(turn);
+}
+
+void PoolDispatcher::unqueue(const std::string& request_id, Request& request) {
+  request.queued = false;
+  auto q = queues_.find(request.owner);
+  if (q == queues_.end()) return;
+  auto& ids = q->second.ids;
+  if (auto it = std::find(ids.begin(), ids.end(), request_id); it != ids.end()) {
+    ids.erase(it);
+    --queued_;
+  }
+  if (ids.empty()) {
+    leave_turns(std::find(turns_.begin(), turns_.end(), request.owner));
+    queues_.erase(q);
   }
 }
 
@@ -121,34 +201,51 @@ void PoolDispatcher::dispatch(const std::string& request_id, Request& request,
   outbox_.to_worker(worker_peer, encode_pool(work), &request.payload);
 }
 
+template <class WorkerFor>
+bool PoolDispatcher::dispatch_next(WorkerFor&& worker_for, const PoolNow& now) {
+  // A client whose queued requests no free worker can run (tags) keeps its place in the turns.
+  for (auto turn = turns_.begin(); turn != turns_.end(); ++turn) {
+    auto& ids = queues_.at(*turn).ids;
+    for (auto it = ids.begin(); it != ids.end(); ++it) {
+      Request& request = requests_.at(*it);
+      auto worker = worker_for(request);
+      if (worker == workers_.end()) continue;
+      const std::string id = std::move(*it);
+      ids.erase(it);
+      --queued_;
+      if (served_in_turns_ == turns_.size()) {  // every client had its turn: a new round
+        round_served_.clear();
+        served_in_turns_ = 0;
+      }
+      std::string client = *turn;
+      leave_turns(turn);
+      round_served_.insert(client);
+      if (ids.empty()) {
+        queues_.erase(client);
+      } else {
+        turns_.push_back(std::move(client));  // its next turn is in the next round
+        ++served_in_turns_;
+      }
+      dispatch(id, request, worker->first, worker->second, now);
+      return true;
+    }
+  }
+  return false;
+}
+
 void PoolDispatcher::fill(const std::string& worker_peer, const PoolNow& now) {
   auto w = workers_.find(worker_peer);
   if (w == workers_.end()) return;
-  Worker& worker = w->second;
-  auto it = queue_.begin();
-  while (worker.running.size() < worker.slots && it != queue_.end()) {
-    Request& request = requests_.at(*it);
-    if (!matches(worker, request.tags)) {
-      ++it;
-      continue;
-    }
-    std::string id = *it;
-    it = queue_.erase(it);
-    dispatch(id, request, worker_peer, worker, now);
+  auto this_worker = [&](const Request& request) {
+    return matches(w->second, request.tags) ? w : workers_.end();
+  };
+  while (w->second.running.size() < w->second.slots && dispatch_next(this_worker, now)) {
   }
 }
 
 void PoolDispatcher::dispatch_queue(const PoolNow& now) {
-  for (auto it = queue_.begin(); it != queue_.end();) {
-    Request& request = requests_.at(*it);
-    auto worker = pick_worker(request.tags);
-    if (worker == workers_.end()) {
-      ++it;
-      continue;
-    }
-    std::string id = *it;
-    it = queue_.erase(it);
-    dispatch(id, request, worker->first, worker->second, now);
+  auto any_worker = [&](const Request& request) { return pick_worker(request.tags); };
+  while (dispatch_next(any_worker, now)) {
   }
 }
 
@@ -273,12 +370,13 @@ void PoolDispatcher::lose_worker(const std::string& peer, const char* reason, bo
              nullptr, lost.id);
       continue;
     }
-    request.queued = true;
     request.worker.clear();
     requeue.push_back(id);
     ++stats_.requeued;
   }
-  for (auto id = requeue.rbegin(); id != requeue.rend(); ++id) queue_.push_front(*id);
+  for (auto id = requeue.rbegin(); id != requeue.rend(); ++id) {
+    enqueue(*id, requests_.at(*id), true);
+  }
   dispatch_queue(now);
 }
 
@@ -286,9 +384,9 @@ void PoolDispatcher::finish(const std::string& request_id, const std::optional<E
                             zmq::message_t* payload, const WorkerId& worker) {
   auto it = requests_.find(request_id);
   if (it == requests_.end()) return;
+  if (it->second.queued) unqueue(request_id, it->second);
   Request request = std::move(it->second);
   requests_.erase(it);
-  if (request.queued) queue_.erase(std::find(queue_.begin(), queue_.end(), request_id));
   PoolReply reply{RequestId{request_id}, error, payload ? payload->size() : 0, request.attempts,
                   worker};
   const std::string envelope = encode_pool(reply);
@@ -320,18 +418,41 @@ void PoolDispatcher::housekeeping(const PoolNow& now) {
     if (request.header.deadline_unix_ms <= now.unix_ms) late.emplace_back(id, request.queued);
   }
   if (late.empty()) return;
-  // One pass over the queue instead of one erase per expired request.
-  std::deque<std::string> kept;
-  for (auto& id : queue_) {
-    Request& request = requests_.at(id);
-    if (request.header.deadline_unix_ms <= now.unix_ms) {
-      request.queued = false;
-    } else {
-      kept.push_back(std::move(id));
+  // One pass over each client's queue instead of one erase per expired request.
+  for (auto q = queues_.begin(); q != queues_.end();) {
+    auto& ids = q->second.ids;
+    ids.erase(std::remove_if(ids.begin(), ids.end(),
+                             [&](const std::string& id) {
+                               Request& request = requests_.at(id);
+                               if (request.header.deadline_unix_ms > now.unix_ms) return false;
+                               request.queued = false;
+                               --queued_;
+                               return true;
+                             }),
+              ids.end());
+    if (!ids.empty()) {
+      ++q;
+      continue;
     }
+    leave_turns(std::find(turns_.begin(), turns_.end(), q->first));
+    q = queues_.erase(q);
   }
-  queue_.swap(kept);
   for (const auto& [id, queued] : late) expire(id, queued ? "in the queue" : "on a worker");
+}
+
+std::optional<std::size_t> PoolDispatcher::shrink_if_drained() {
+  if (queued_ != 0 || queued_peak_ < kReleaseAfterQueued) return std::nullopt;
+  const std::size_t peak = std::exchange(queued_peak_, 0);
+  // Emptied containers keep what they grew to: the tables' bucket arrays, the deque's map.
+  StringMap<ClientQueue>().swap(queues_);
+  std::deque<std::string>().swap(turns_);
+  StringSet().swap(round_served_);
+  served_in_turns_ = 0;
+  StringMap<Request> in_flight;  // what is left: at most the workers' slots
+  in_flight.reserve(requests_.size());
+  while (!requests_.empty()) in_flight.insert(requests_.extract(requests_.begin()));
+  requests_.swap(in_flight);
+  return peak;
 }
 
 void PoolDispatcher::record_latency(Worker& worker, SteadyTime dispatched_at, const PoolNow& now) {
@@ -375,8 +496,8 @@ void PoolDispatcher::remember_expired(const std::string& request_id) {
 
 PoolStats PoolDispatcher::stats() const {
   PoolStats s = stats_;
-  s.queue_depth = queue_.size();
-  s.in_flight = requests_.size() - queue_.size();
+  s.queue_depth = queued_;
+  s.in_flight = requests_.size() - queued_;
   for (const auto& [peer, w] : workers_) {
     s.workers.push_back(PoolWorkerStats{
         w.id, w.tags, w.slots, static_cast<std::uint32_t>(w.running.size()), w.completed, w.failed,

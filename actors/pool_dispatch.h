@@ -2,6 +2,16 @@
 // deadlines and heartbeats. No sockets: the broker thread (work_pool_broker.cpp) decodes frames,
 // calls the on_* methods and sends what they hand to its PoolOutbox. Internal to actors/.
 //
+// The queue is one queue per client (the submitter's ROUTER routing id: one PoolClient
+// connection), served in rounds: each dispatch takes the oldest request the worker can run from
+// the next client in turn, and each round gives every client with queued work one turn. A client
+// whose queue was empty joins the current round, unless it was served in it already (then the
+// next), so a client sending one request at a time is served next but cannot take two turns of a
+// round. A request thus waits behind the running ones and at most one request of each other
+// client, however many they queued (issue 27 item 7: 20,000 requests from one client delayed
+// another's by 41.5 s). A client is a connection, not a person: one that opens many connections
+// gets many turns; max_queued_per_client bounds each connection's share of the queue.
+//
 // Threading: owned by the broker thread; not thread-safe. Every method runs to completion and
 // may call the outbox any number of times.
 #pragma once
@@ -60,6 +70,14 @@ class PoolDispatcher {
   void count_malformed() { ++stats_.malformed_frames; }
   /// A snapshot of the counters, queue, in-flight requests and workers.
   PoolStats stats() const;
+  /// Once the queue is empty after holding kReleaseAfterQueued requests or more since the last
+  /// release: rebuilds the queue's tables at their present size and returns the most requests
+  /// that were queued, for the caller to give freed memory back (release_free_memory(),
+  /// core/malloc_tuning.h). Otherwise nullopt. Called on each housekeeping tick.
+  std::optional<std::size_t> shrink_if_drained();
+  /// The queue depth from which a drain gives memory back. Below it the memory is kept for the
+  /// next burst, as core/malloc_tuning.h keeps freed memory for the next large message.
+  static constexpr std::size_t kReleaseAfterQueued = 1024;
   /// Whether a worker routing id is registered.
   bool knows_worker(const std::string& worker) const { return workers_.count(worker) != 0; }
 
@@ -71,6 +89,7 @@ class PoolDispatcher {
     std::vector<std::string> waiters;  // client routing ids, each answered once
     std::uint32_t attempts = 0;
     bool queued = false;
+    std::string owner;   // routing id of the first submitter: the client whose queue it waits in
     std::string worker;  // routing id while on a worker
     SteadyTime dispatched_at;
   };
@@ -96,6 +115,12 @@ class PoolDispatcher {
     std::list<std::string>::iterator lru;  // its place in cache_lru_
   };
 
+  /// One client's queued requests: oldest first, refunds in front.
+  struct ClientQueue {
+    std::deque<std::string> ids;
+    bool refusal_logged = false;  // its first refusal past max_queued_per_client was logged
+  };
+
   using WorkerMap = StringMap<Worker>;  // by routing id
 
   static bool matches(const Worker& w, const std::vector<std::string>& tags);
@@ -103,10 +128,26 @@ class PoolDispatcher {
   WorkerMap::iterator pick_worker(const std::vector<std::string>& tags);
   void dispatch(const std::string& request_id, Request& request, const std::string& worker_peer,
                 Worker& worker, const PoolNow& now);
+  /// Queues `request` in its owner's queue: at the back, or (`front`) at the front with its
+  /// owner's turn next.
+  void enqueue(const std::string& request_id, Request& request, bool front);
+  /// Takes a queued request out of its owner's queue (finished while it waited).
+  void unqueue(const std::string& request_id, Request& request);
+  /// Puts `client` (not in turns_) into the turns: behind the clients served in this round when
+  /// it was served in it too, else before them.
+  void join_turns(const std::string& client);
+  void leave_turns(std::deque<std::string>::iterator turn);
+  /// Dispatches the first queued request, taking clients in turn, for which `worker_for` gives a
+  /// worker (WorkerMap::iterator; end(): none); false when there is none.
+  template <class WorkerFor>
+  bool dispatch_next(WorkerFor&& worker_for, const PoolNow& now);
+  /// Gives `worker_peer` queued requests while it has free slots.
   void fill(const std::string& worker_peer, const PoolNow& now);
+  /// Gives queued requests to any free worker that can run them.
   void dispatch_queue(const PoolNow& now);
-  /// Drops a worker; its requests go back to the front of the queue (`refund`: without costing
-  /// an attempt) or fail once they have had max_attempts deliveries.
+  /// Drops a worker; its requests go back to the front of their clients' queues, those clients'
+  /// turns next (`refund`: without costing an attempt), or fail once they have had max_attempts
+  /// deliveries.
   void lose_worker(const std::string& worker_peer, const char* reason, bool refund,
                    const PoolNow& now);
   /// Answers every waiter of `request_id` and forgets the request.
@@ -120,7 +161,14 @@ class PoolDispatcher {
   const WorkPoolBrokerOptions options_;
   PoolOutbox& outbox_;
   StringMap<Request> requests_;    // queued or in flight, by request id
-  std::deque<std::string> queue_;  // ids of the queued requests, in dispatch order
+  StringMap<ClientQueue> queues_;  // by client routing id; only clients with queued requests
+  // The clients in queues_ in the order they are served: those still to be served in this round,
+  // then the last served_in_turns_ ones, served in it already.
+  std::deque<std::string> turns_;
+  std::size_t served_in_turns_ = 0;
+  StringSet round_served_;       // the clients served in this round, queued or not
+  std::size_t queued_ = 0;       // requests in all of queues_
+  std::size_t queued_peak_ = 0;  // most queued since memory was last given back
   WorkerMap workers_;
   StringMap<std::string> peer_of_worker_id_;
   StringMap<Cached> cache_;

@@ -12,6 +12,7 @@
 
 #include "actors/pool_dispatch.h"
 #include "core/log.h"
+#include "core/malloc_tuning.h"
 
 namespace cuda_agent {
 
@@ -23,6 +24,7 @@ Status validate(const WorkPoolBrokerOptions& o) {
   if (o.first_heartbeat_grace_ms < 0) return bad("first_heartbeat_grace_ms must be >= 0");
   if (o.max_attempts < 1) return bad("max_attempts must be >= 1");
   if (o.max_queued_requests < 0) return bad("max_queued_requests must be >= 0");
+  if (o.max_queued_per_client < 1) return bad("max_queued_per_client must be >= 1");
   if (o.max_envelope_bytes < 64) return bad("max_envelope_bytes must be >= 64");
   if (o.max_payload_bytes < 0) return bad("max_payload_bytes must be >= 0");
   if (o.max_slots_per_worker < 1) return bad("max_slots_per_worker must be >= 1");
@@ -79,6 +81,7 @@ class WorkPoolBroker::Impl : public PoolOutbox {
               const Error& error);
   bool on_control();
   void on_zap();
+  void give_back_memory(std::size_t peak_queued);
 
   const WorkPoolBrokerOptions options_;
   zmq::context_t context_{static_cast<int>(options_.io_threads)};
@@ -198,6 +201,7 @@ void WorkPoolBroker::Impl::run() {
         }
         if (std::chrono::steady_clock::now() < next_housekeeping) break;
         dispatcher_.housekeeping(now());
+        if (auto peak = dispatcher_.shrink_if_drained()) give_back_memory(*peak);
         next_housekeeping = std::chrono::steady_clock::now() + interval;
         // And both ROUTERs are read on every housekeeping tick, so that an edge spent in a way
         // this loop does not foresee delays a message by one interval at most.
@@ -239,6 +243,19 @@ void WorkPoolBroker::Impl::run() {
       clients_unread_ = workers_unread_ = true;  // whatever was mid-read is read again
     }
   }
+}
+
+void WorkPoolBroker::Impl::give_back_memory(std::size_t peak_queued) {
+  // Only after a large queue (PoolDispatcher::kReleaseAfterQueued): below that the freed memory
+  // is what the next burst reuses, as core/malloc_tuning.h intends.
+  const auto t0 = std::chrono::steady_clock::now();
+  const bool released = release_free_memory();
+  const auto us =
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0);
+  log_info("pool queue drained", {{"pool", options_.name},
+                                  {"peak_queued", std::to_string(peak_queued)},
+                                  {"memory_released", released ? "yes" : "no"},
+                                  {"trim_us", std::to_string(us.count())}});
 }
 
 void WorkPoolBroker::Impl::reject(bool client, std::vector<zmq::message_t>& parts,

@@ -10,10 +10,17 @@
 //
 // What it guarantees:
 //  - a request goes to the least-recently-used worker with a free slot whose tags include all of
-//    the request's tags; none free: it waits in a bounded queue (full: "pool.busy" at once);
+//    the request's tags; none free: it waits in its client's queue, and queued requests are
+//    dispatched one client at a time in turn, so one client's flood does not delay the others'
+//    requests by more than one request each (pool_dispatch.h). Bounded per client
+//    ("pool.client_busy" at once past max_queued_per_client) and in all ("pool.busy" past
+//    max_queued_requests);
+//  - once the queue drains after holding 1024 requests or more, its tables are rebuilt small and
+//    the freed heap is given back to the kernel (malloc_trim: release_free_memory());
 //  - a worker silent past its heartbeat timeout (a longer grace before its first heartbeat) is
-//    dropped; its unfinished requests are re-queued at the front, up to max_attempts deliveries,
-//    then the waiting clients get "pool.attempts_exhausted";
+//    dropped; its unfinished requests are re-queued at the front of their clients' queues (those
+//    clients served next), up to max_attempts deliveries, then the waiting clients get
+//    "pool.attempts_exhausted";
 //  - deadlines (RequestHeader.deadline_unix_ms, required) are enforced on arrival, in the queue
 //    and on the worker: the clients get a typed timeout ("pool.deadline_expired"), and a worker
 //    result arriving after the deadline is dropped and counted (stats.late_results);
@@ -59,6 +66,13 @@ struct WorkPoolBrokerOptions {
   std::int64_t max_attempts = 3;
   /// Requests waiting for a worker before new ones are refused with "pool.busy". Default: 10000.
   std::int64_t max_queued_requests = 10'000;
+  /// Requests one client (one connection) may have waiting before its new ones are refused with
+  /// "pool.client_busy" (counted in stats.rejected_busy), while other clients' are still queued:
+  /// one client's flood then leaves the rest of max_queued_requests to the others, who would
+  /// otherwise get "pool.busy". Waiting requests are dispatched one per client in turn, so the
+  /// share bounds memory, not latency. Default: 5000 (half of max_queued_requests' default); at
+  /// or above max_queued_requests only the total bound applies.
+  std::int64_t max_queued_per_client = 5'000;
   /// Finished outcomes kept for repeated request ids, by count and by payload bytes (least
   /// recently stored or repeated go first). Only worker outcomes are kept; broker refusals (busy,
   /// timeout) are not. A result larger than an inline payload is kept as a copy, made by the

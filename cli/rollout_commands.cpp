@@ -12,6 +12,9 @@
 //    worker asks it for episodes and submits every trajectory to it (rollout/coordinated_rollout.h
 //    over coordinator/coordinator_client.h); an episode counts once the coordinator acknowledged
 //    it after its durable store write. The worker opens no store; the client heartbeats for it.
+//    An episode whose policy server went away mid-episode (an engine killed and restarting) is
+//    not submitted but rerun once the server's /health answers again (policy_probe, at most 20
+//    minutes: CoordinatedRolloutOptions::policy_wait_ms).
 //  - without --coordinator: the worker takes its share of the run's episodes itself (the [tasks]
 //    train_set, [rollout] episodes_per_task each, every --shard S/N-th one) and opens the run
 //    store ([store] dir, or --store) as its writer (rollout/rollout_worker.h), which makes
@@ -266,16 +269,21 @@ void wait_for(const WorkerSetup& w, StopSignals& signals, const std::atomic<bool
   }
 }
 
-// Waits until the policy server answers HTTP at all (any status: a hosted API has no /health) at
-// the root of its base URL's /health, so that episodes started while an engine still loads its
-// weights are not aborted. Gives up after 20 minutes (a large model on a slow disk) or a signal.
-Status wait_for_policy_server(const Manifest& m, StopSignals& signals) {
-  if (m.rollout.policy_backend != "openai") return Status::ok();
+// The policy server's /health: at the root of its base URL ("http://h:p/v1" -> "http://h:p").
+std::string policy_health_url(const Manifest& m) {
   std::string base = m.rollout.policy_endpoint;
   while (!base.empty() && base.back() == '/') base.pop_back();
   if (base.size() >= 3 && base.compare(base.size() - 3, 3, "/v1") == 0)
     base.resize(base.size() - 3);
-  const std::string url = base + "/health";
+  return base + "/health";
+}
+
+// Waits until the policy server answers HTTP at all (any status: a hosted API has no /health) at
+// policy_health_url, so that episodes started while an engine still loads its weights are not
+// aborted. Gives up after 20 minutes (a large model on a slow disk) or a signal.
+Status wait_for_policy_server(const Manifest& m, StopSignals& signals) {
+  if (m.rollout.policy_backend != "openai") return Status::ok();
+  const std::string url = policy_health_url(m);
   const auto start = std::chrono::steady_clock::now();
   auto next_note = start + std::chrono::seconds(15);
   const timespec pause{.tv_sec = 1, .tv_nsec = 0};
@@ -298,6 +306,19 @@ Status wait_for_policy_server(const Manifest& m, StopSignals& signals) {
   }
 }
 
+// One look at the policy server for an episode whose server went away mid-episode
+// (CoordinatedRollout reruns it once this answers; it keeps its own deadline and stop, so this
+// cannot be wait_for_policy_server, which takes the process's signals). Answered: any status
+// below 500 (a hosted API has no /health; a 502/503 is a gateway or an engine that is not
+// serving). None for a backend that is not a server.
+PolicyProbe policy_probe(const Manifest& m) {
+  if (m.rollout.policy_backend != "openai") return {};
+  return [url = policy_health_url(m)] {
+    Expected<HttpResponse> r = http_get(url, {}, {.connect_ms = 2000, .total_ms = 5000});
+    return r && r->status < 500;
+  };
+}
+
 // Coordinator mode (see the file comment).
 int serve_coordinated(const ServeRolloutArgs& a, WorkerSetup& w, StopSignals& signals) {
   const Manifest& m = w.m;
@@ -314,19 +335,20 @@ int serve_coordinated(const ServeRolloutArgs& a, WorkerSetup& w, StopSignals& si
        .curve = *curve});
   if (!client) return report(client.error());
   CoordinatorWorkSource source(**client);
-  CoordinatedRollout loop(source,
-                          [&w](const Assignment& as) -> Expected<PreparedEpisode> {
-                            const auto it = w.by_id.find(as.task_id.value());
-                            if (it == w.by_id.end())
-                              return make_error(ErrorCategory::kNotFound, "rollout.task",
-                                                "task '" + as.task_id.value() +
-                                                    "' is not in this worker's train set " +
-                                                    w.m.paths.train_set.string());
-                            return prepare_episode(w, *it->second);
-                          },
-                          {.worker_id = WorkerId{w.worker_id},
-                           .concurrent_episodes = m.rollout.concurrent_episodes,
-                           .generation_slots = m.rollout.generation_slots});
+  CoordinatedRollout loop(
+      source,
+      [&w](const Assignment& as) -> Expected<PreparedEpisode> {
+        const auto it = w.by_id.find(as.task_id.value());
+        if (it == w.by_id.end())
+          return make_error(ErrorCategory::kNotFound, "rollout.task",
+                            "task '" + as.task_id.value() + "' is not in this worker's train set " +
+                                w.m.paths.train_set.string());
+        return prepare_episode(w, *it->second);
+      },
+      {.worker_id = WorkerId{w.worker_id},
+       .concurrent_episodes = m.rollout.concurrent_episodes,
+       .generation_slots = m.rollout.generation_slots},
+      policy_probe(m));
 
   std::printf(
       "rollout worker %s: run %s, coordinator %s, %zu train-set tasks, policy %s, compile farm "

@@ -51,6 +51,8 @@ Expected<WorkPoolBrokerOptions> broker_options(const Manifest& m, BrokerRole rol
   o.first_heartbeat_grace_ms = m.run.first_heartbeat_grace_ms;
   if (farm) {
     o.max_queued_requests = m.compile.max_queued_jobs;
+    // One client's flood leaves half of the queue to the others (issue 27 item 7).
+    o.max_queued_per_client = std::max<std::int64_t>(1, m.compile.max_queued_jobs / 2);
     o.max_attempts = m.compile.max_attempts;
   }
   if (m.security.enabled()) {
@@ -169,6 +171,11 @@ std::vector<NodePlan> plan_launch(const Manifest& manifest,
                      gpu < 0 ? "cpu" : "cuda:0", "--dtype", manifest.model.dtype,
                      "--served-model-name", "policy", "--max-seq-len",
                      std::to_string(manifest.rollout.max_context_tokens)}};
+        // A restarted engine starts from the newest version the learner published there, not
+        // from the base model. Where the learner's directory is not on this node, the engine
+        // starts from --model and the learner re-publishes to it on its next step.
+        if (one_node || node.has_role("learner"))
+          engine.argv.insert(engine.argv.end(), {"--policy-dir", learner_out + "/policy"});
         std::vector<std::string> args = {"rollout-worker", "--coordinator",
                                          coordinator_endpoint(manifest), "--compile-farm",
                                          endpoint(kCompileClientPort)};

@@ -12,11 +12,14 @@
 //   each rollout GPU  CUDA_VISIBLE_DEVICES=g NCCL_NVLS_ENABLE=0
 //   (or, on a node    cuda-agent serve policy-engine --model INITIAL --port base+20+i
 //   with gpus = 0,      --device cuda:0|cpu --served-model-name policy ...
-//   one on the CPU)   cuda-agent serve rollout-worker --coordinator tcp://COORD:0
+//   one on the CPU)     [--policy-dir RUN_DIR/learner/policy]
+//                     cuda-agent serve rollout-worker --coordinator tcp://COORD:0
 //                       --compile-farm tcp://COORD:1 [--bench-pool tcp://COORD:3]
 //                       --policy-endpoint http://HOST:base+20+i/v1 --policy-model policy
 //                     (i counts the run's rollout slots; engines listen on 127.0.0.1 in a
-//                     one-node run, on every interface otherwise)
+//                     one-node run, on every interface otherwise; --policy-dir, where the
+//                     learner publishes its versions, in a one-node run and on a node with the
+//                     learner role, so a restarted engine starts from the newest one)
 //   each learner GPU  CUDA_VISIBLE_DEVICES=g MASTER_ADDR=FIRST_LEARNER_HOST
 //   (or the CPU)      MASTER_PORT=port_base+10 NCCL_NVLS_ENABLE=0
 //                     cuda-agent serve learner --rank R --world-size W --coordinator ...

@@ -113,7 +113,9 @@ TEST(LaunchPlanTest, SingleMachineRendersExactly) {
           "  CUDA_VISIBLE_DEVICES=0 NCCL_NVLS_ENABLE=0 cuda-agent serve policy-engine --model ") +
           run +
           "/tiny-policy --host 127.0.0.1 --port 5570 --device cuda:0 --dtype bf16 "
-          "--served-model-name policy --max-seq-len 131072  # policy-engine-gpu0\n"
+          "--served-model-name policy --max-seq-len 131072 --policy-dir " +
+          run +
+          "/learner/policy  # policy-engine-gpu0\n"
           "  CUDA_VISIBLE_DEVICES=0 NCCL_NVLS_ENABLE=0 cuda-agent serve rollout-worker "
           "--coordinator tcp://localhost:5550 --compile-farm tcp://localhost:5551 "
           "--bench-pool tcp://localhost:5553 --policy-endpoint http://127.0.0.1:5570/v1 "
@@ -149,6 +151,8 @@ TEST(LaunchPlanTest, TwoNodesLearnerGroupOnNodeB) {
     const std::string url = *(std::find(worker.begin(), worker.end(), "--policy-endpoint") + 1);
     EXPECT_EQ(url.substr(url.size() - port.size() - 3), port + "/v1");
     EXPECT_EQ(*(std::find(engine.begin(), engine.end(), "--host") + 1), "0.0.0.0");
+    // node-a has no learner: its engines start from --model (the learner re-publishes).
+    EXPECT_EQ(std::find(engine.begin(), engine.end(), "--policy-dir"), engine.end());
     urls.insert(url);
   }
   EXPECT_EQ(urls.size(), 6u);
@@ -172,11 +176,37 @@ TEST(LaunchPlanTest, CpuMachineRunsEveryRoleOnTheCpuWithoutABench) {
   EXPECT_EQ(*(std::find(engine.begin(), engine.end(), "--device") + 1), "cpu");
   EXPECT_EQ(*(std::find(engine.begin(), engine.end(), "--model") + 1),
             "/w/runs/local-cpu/tiny-policy");
+  // A restarted engine resumes from what the learner published under its --out.
+  EXPECT_EQ(*(std::find(engine.begin(), engine.end(), "--policy-dir") + 1),
+            "/w/runs/local-cpu/learner/policy");
   const auto& worker = plan[0].processes[4].argv;
   EXPECT_EQ(std::find(worker.begin(), worker.end(), "--bench-pool"), worker.end());
   const auto& learner = plan[0].processes[5].argv;
   EXPECT_EQ(*(std::find(learner.begin(), learner.end(), "--engine") + 1), "http://127.0.0.1:5570");
   EXPECT_EQ(*(std::find(learner.begin(), learner.end(), "--out") + 1), "/w/runs/local-cpu/learner");
+}
+
+// In a multi-node run, only the engines on a node that also runs a learner get --policy-dir.
+TEST(LaunchPlanTest, PolicyDirOnlyWhereTheLearnerRuns) {
+  Expected<Manifest> m = parse_manifest(
+      "[store]\ndir = \"/r/store\"\n"
+      "[[nodes]]\nhost = \"a\"\ngpus = 2\nroles = [\"coordinator\", \"rollout\", \"learner\"]\n"
+      "rollout_gpus = [0]\nlearner_gpus = [1]\n"
+      "[[nodes]]\nhost = \"b\"\ngpus = 1\nroles = [\"rollout\"]\nrollout_gpus = [0]\n",
+      "t.toml", "/");
+  ASSERT_TRUE(m.has_value()) << m.error().to_string();
+  std::vector<NodePlan> plan = plan_launch(*m, "t.toml");
+  ASSERT_EQ(plan.size(), 2u);
+  auto policy_dir = [&](std::size_t node) -> std::string {
+    for (const ProcessSpec& p : plan[node].processes) {
+      if (p.name.rfind("policy-engine-", 0) != 0) continue;
+      auto it = std::find(p.argv.begin(), p.argv.end(), "--policy-dir");
+      return it == p.argv.end() ? "(none)" : *(it + 1);
+    }
+    return "(no engine)";
+  };
+  EXPECT_EQ(policy_dir(0), "/r/learner/policy");
+  EXPECT_EQ(policy_dir(1), "(none)");
 }
 
 TEST(LaunchPlanTest, GpuListsAreTakenInAscendingOrder) {

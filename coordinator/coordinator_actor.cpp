@@ -112,6 +112,10 @@ void request_checkpoint(Self self) {
             cp.size_bytes = done.size_bytes;
             cp.checksum = done.checksum;
             cp.created_unix_ms = now_unix_ms();
+            // The learner restarts from this checkpoint from now on: the steps it covers need no
+            // replay any more.
+            std::erase_if(st.progress.steps_since_checkpoint,
+                          [&](const RecordedStep& r) { return r.step < done.step; });
             cp.coordinator_state = snapshot_state(*st.ledger, st.progress);
             PendingWrite w;
             w.kind = WriteKind::kCheckpoint;
@@ -150,6 +154,8 @@ void on_step_done(Self self, const StepDone& done) {
   st.progress.stage_steps += 1;
   st.progress.version = done.new_version;
   st.progress.last_step_episodes = batch.episodes;
+  st.progress.steps_since_checkpoint.push_back(
+      RecordedStep{batch.step, batch.stage, batch.version, batch.episodes});
   if (st.progress.stage_steps >= st.options.stages[st.progress.stage_index].steps) {
     st.ledger->end_stage(batch.stage);
     st.progress.stage_index += 1;
@@ -182,7 +188,8 @@ void maybe_start_step(Self self) {
   st.batch = batch;
   st.phase = StepPhase::kTraining;
   self->request(st.learner, st.options.step_timeout_ms, train_step_atom::value,
-                TrainStep{batch->step, batch->stage, batch->version, batch->episodes})
+                TrainStep{batch->step, batch->stage, batch->version, batch->episodes,
+                          st.progress.steps_since_checkpoint})
       .then([self](const StepDone& done) { on_step_done(self, done); },
             [self, step = batch->step](caf::error& e) {
               auto& st = self->state;

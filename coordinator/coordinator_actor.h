@@ -21,13 +21,16 @@
 //     RunStore::submit and answers only from the store's callback, which comes back as a message
 //     (stored_atom): the actor never blocks on the disk. Repeats are answered idempotently.
 //  3. With B acknowledged episodes of the stage (stale ones past S dropped first), the oldest
-//     form step k's batch; the learner gets train_step(TrainStep{k, stage, v, ids}).
+//     form step k's batch, in mint order; the learner gets train_step(TrainStep{k, stage, v, ids,
+//     replay}), where replay holds the batches of the steps since the latest recorded checkpoint
+//     (so a learner restarted from it trains them again first: the lineage stays one).
 //  4. step_done(StepDone{k, v + 1, metrics}): the episodes are trained (each records its
 //     staleness); ONE store write holds the step's metrics and the RunRecord with version v + 1
 //     and the coordinator's state (coordinator_state.h). Once it is synced, v + 1 is published to
 //     every subscriber (version_atom) and admission uses it: B more episodes fit the bound.
 //  5. Every checkpoint_every_steps steps, the learner is asked for a checkpoint before the next
-//     step; its CheckpointRecord and the coordinator's state go in one store write.
+//     step; its CheckpointRecord and the coordinator's state (the replay list now empty) go in
+//     one store write.
 //  6. After a stage's steps, its leftover episodes become stale and the next stage of the plan
 //     starts (single-turn-ppo -> agent-warmup -> agentic-ppo, or any one alone). After the last,
 //     the run is "finished" and work requests get "none now: run finished".
@@ -35,7 +38,9 @@
 // Faults: a rollout worker silent past its limit (membership.h) is lost: its in-flight episodes
 // are queued and rerun (same id, attempt + 1); a late submission of the old attempt is refused
 // as superseded, so the episode is counted once. A learner that dies (monitored) or fails a
-// step gets the batch offered again once a learner is attached. A store write that fails is
+// step gets the batch offered again once a learner is attached; the restarted learner resumes
+// from its newest checkpoint and replays the steps after it (TrainStep.replay), so its weights
+// are those the lost one had, and versions and lineage go on unbroken. A store write that fails is
 // retried after store_retry_ms (writes are idempotent). The coordinator itself restarts from the
 // store (start_coordinator, coordinator_state.h's restore rule).
 //

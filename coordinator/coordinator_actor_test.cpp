@@ -142,7 +142,15 @@ TEST_F(CoordinatorActorTest, ZeroStalenessIsSynchronousPpoAcrossStages) {
       EXPECT_EQ(dispatched.at(id).policy_version, s.version) << id.value();
       EXPECT_EQ(dispatched.at(id).stage, s.stage);
     }
+    // The replay holds the steps since the last checkpoint (every 2 steps): none for steps 0
+    // and 2, the step before for 1 and 3.
+    ASSERT_EQ(s.replay.size(), s.step % 2) << "step " << s.step;
+    if (!s.replay.empty()) {
+      EXPECT_EQ(s.replay[0].step, s.step - 1);
+      EXPECT_EQ(s.replay[0].episodes, log.steps[s.step - 1].episodes);
+    }
   }
+  EXPECT_TRUE(store_.checkpoints.at(4).coordinator_state->steps_since_checkpoint.empty());
   EXPECT_EQ(log.checkpoints.size(), 2u);
   ASSERT_EQ(store_.checkpoints.size(), 2u);
   EXPECT_TRUE(store_.checkpoints.at(4).coordinator_state);
@@ -194,9 +202,12 @@ TEST_F(CoordinatorActorTest, RestartFromTheStoreRebuildsState) {
   pump();
   ASSERT_EQ(log.steps.size(), 2u);
   EXPECT_EQ(log.steps[1].step, 1u);
-  // Both were dispatched at version 1 (a rerun counts from its new dispatch); e3 was acknowledged
-  // first.
-  EXPECT_EQ(log.steps[1].episodes, (std::vector<EpisodeId>{e[3].episode_id, e[2].episode_id}));
+  // Both were dispatched at version 1 (a rerun counts from its new dispatch), listed in mint
+  // order. No checkpoint yet: the step carries step 0's batch for a learner that lost it.
+  EXPECT_EQ(log.steps[1].episodes, (std::vector<EpisodeId>{e[2].episode_id, e[3].episode_id}));
+  ASSERT_EQ(log.steps[1].replay.size(), 1u);
+  EXPECT_EQ(log.steps[1].replay[0].step, 0u);
+  EXPECT_EQ(log.steps[1].replay[0].episodes, log.steps[0].episodes);
 }
 
 // Interleaving: the same trajectory arrives twice before the store calls back (one write, two

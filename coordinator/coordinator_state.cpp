@@ -40,6 +40,7 @@ CoordinatorStateRecord snapshot_state(const EpisodeLedger& ledger, const RunProg
     s.episodes.push_back(std::move(r));
   }
   s.last_step_episodes = progress.last_step_episodes;
+  s.steps_since_checkpoint = progress.steps_since_checkpoint;
   return s;
 }
 
@@ -47,11 +48,11 @@ Expected<Restored> restore_ledger(const RestoreInputs& in, const CoordinatorStat
                                   const std::vector<EpisodeSummary>& stored) {
   const CoordinatorStateRecord empty;
   const CoordinatorStateRecord& s = saved != nullptr ? *saved : empty;
-  Restored out{
-      EpisodeLedger(in.run, in.staleness,
-                    TaskSampler(in.tasks, in.seed, {s.sampler_epoch, s.sampler_index})),
-      RunProgress{s.step, s.stage_index, s.stage_steps, s.policy_version, s.last_step_episodes},
-      {}};
+  Restored out{EpisodeLedger(in.run, in.staleness,
+                             TaskSampler(in.tasks, in.seed, {s.sampler_epoch, s.sampler_index})),
+               RunProgress{s.step, s.stage_index, s.stage_steps, s.policy_version,
+                           s.last_step_episodes, s.steps_since_checkpoint},
+               {}};
   EpisodeLedger& ledger = out.ledger;
   StalenessCounters counters{s.accepted, 0, s.rejected};
   std::uint64_t next_ack = s.next_ack_seq;

@@ -3,7 +3,8 @@
 // What is saved (CoordinatorStateRecord, messages/store_codec.h): step, stage (index in the plan
 // and steps done in it), published policy version, sampler position, the next episode seq and
 // acknowledgement number, the staleness counters, totals (trained, stale, orphaned), the episodes
-// not yet trained (in flight, queued, acknowledged) and the episodes the last step consumed.
+// not yet trained (in flight, queued, acknowledged), the episodes the last step consumed, and the
+// batches of every step since the latest recorded checkpoint (the learner's replay).
 //
 // When it is saved: in ONE atomic store write with what it describes:
 //  - after every learner step: the RunRecord (policy version = the new version, state) carries
@@ -45,6 +46,9 @@ struct RunProgress {
   std::uint64_t stage_steps = 0;  ///< steps completed in that stage
   PolicyVersion version;          ///< the published policy version
   std::vector<EpisodeId> last_step_episodes;
+  /// The batches of the steps after the run's latest recorded checkpoint, oldest first: sent
+  /// with every TrainStep, so that a learner restarted from that checkpoint trains them again.
+  std::vector<RecordedStep> steps_since_checkpoint;
 };
 
 /// The state to save now.

@@ -38,7 +38,11 @@ TEST(CoordinatorState, RoundTripsThroughTheStoreCodecs) {
   auto b = *l.dispatch(WorkerId{"w"}, PolicyVersion{0}, kPpo);
   ASSERT_EQ(l.begin_submit(a.episode_id, 1), SubmitCheck::kStore);
   l.acknowledge(a.episode_id);
-  RunProgress p{3, 1, 2, PolicyVersion{3}, {b.episode_id}};
+  const RecordedStep step2{.step = 2,
+                           .stage = kPpo,
+                           .version = PolicyVersion{2},
+                           .episodes = {b.episode_id, a.episode_id}};
+  RunProgress p{3, 1, 2, PolicyVersion{3}, {b.episode_id}, {step2}};
   RunRecord run;
   run.run_id = kRun;
   run.coordinator_state = snapshot_state(l, p);
@@ -59,6 +63,10 @@ TEST(CoordinatorState, RoundTripsThroughTheStoreCodecs) {
   EXPECT_EQ(s.episodes[0].phase, static_cast<std::uint8_t>(EpisodePhase::kAcknowledged));
   EXPECT_EQ(s.episodes[1].worker_id, WorkerId{"w"});
   EXPECT_EQ(s.last_step_episodes, std::vector<EpisodeId>{b.episode_id});
+  EXPECT_EQ(s.steps_since_checkpoint, std::vector<RecordedStep>{step2});
+  Expected<Restored> again = restore_ledger(inputs(), &s, {});
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->progress.steps_since_checkpoint, std::vector<RecordedStep>{step2});
   CheckpointRecord cp;
   cp.run_id = kRun;
   CheckpointRecord cp_back;

@@ -158,6 +158,10 @@ std::optional<Batch> EpisodeLedger::form_batch(std::uint64_t step, PolicyVersion
     }
     return a->ack_seq < b->ack_seq;
   });
+  // Trained in mint order, however the episodes arrived: a batch formed again after a restart
+  // is the same TrainStep, and a learner that replays it computes the same weights.
+  std::sort(ready.begin(), ready.begin() + static_cast<std::ptrdiff_t>(want),
+            [](const LedgerEntry* a, const LedgerEntry* b) { return a->seq < b->seq; });
   Batch batch{step, current, stage, {}};
   for (std::uint64_t i = 0; i < want; ++i) {
     set_phase(*ready[i], EpisodePhase::kTraining);

@@ -76,7 +76,8 @@ TEST(EpisodeLedger, BatchesTakeTheOldestAndDropStaleOnes) {
     l.acknowledge(v0[i].episode_id);
   }
   auto b0 = *l.form_batch(0, PolicyVersion{0}, kPpo);
-  EXPECT_EQ(b0.episodes, (std::vector<EpisodeId>{v0[3].episode_id, v0[2].episode_id}));
+  // The two acknowledged first, listed in mint order.
+  EXPECT_EQ(b0.episodes, (std::vector<EpisodeId>{v0[2].episode_id, v0[3].episode_id}));
   l.step_done(b0);
   // Version 1: one more at v1; the two left from v0 have staleness 1 (allowed).
   auto c = *l.dispatch(WorkerId{"w"}, PolicyVersion{1}, kPpo);

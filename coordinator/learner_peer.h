@@ -30,8 +30,13 @@ using train_step_atom = caf::atom_constant<caf::atom("ctrain")>;
 using checkpoint_atom = caf::atom_constant<caf::atom("cckpt")>;
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, RecordedStep& x) {
+  return f(caf::meta::type_name("cuda_agent.RecordedStep"), x.step, x.stage, x.version, x.episodes);
+}
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, TrainStep& x) {
-  return f(caf::meta::type_name("cuda_agent.TrainStep"), x.step, x.stage, x.version, x.episodes);
+  return f(caf::meta::type_name("cuda_agent.TrainStep"), x.step, x.stage, x.version, x.episodes,
+           x.replay);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, StepDone& x) {

@@ -15,4 +15,6 @@ MallocTuning tune_malloc_for_large_messages() {
   return mmap_ok && trim_ok ? MallocTuning::kApplied : MallocTuning::kRefused;
 }
 
+bool release_free_memory() { return malloc_trim(0) == 1; }
+
 }  // namespace cuda_agent

@@ -22,4 +22,11 @@ enum class MallocTuning { kApplied, kLeftToEnvironment, kRefused };
 /// where mallopt said no. Call once, at the start of main.
 MallocTuning tune_malloc_for_large_messages();
 
+/// Gives free heap memory back to the kernel now, whatever the thresholds above (malloc_trim(0):
+/// every arena's free top, and the whole free pages inside each arena). For after a burst that
+/// will not come back soon (a work-pool queue drained after a flood), not per message: it walks
+/// every arena, and pages it gives back must be faulted in again when reused. True when some
+/// memory was given back.
+bool release_free_memory();
+
 }  // namespace cuda_agent

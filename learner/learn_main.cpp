@@ -328,6 +328,10 @@ int run_serve(const LearnArgs& a) {
   o.engine_urls = a.engines;
   o.engine_timeout = std::chrono::milliseconds(a.engine_timeout_ms);
   o.keep_policy_versions = std::size_t(a.keep_versions);
+  // The engines hold the run's newest version (a restarted one loads it from policy/): weights
+  // resumed from an older checkpoint are not pushed over it; the first step after the resume
+  // replays up to the run's step and publishes the version after it.
+  o.publish_on_resume = false;
   auto service = LearnerService::create(o, group->get());
   if (!service) return report(service.error());
   std::printf("learner rank %d/%d on %s: version %llu (%s), %zu engine(s), coordinator %s\n",

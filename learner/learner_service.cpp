@@ -158,6 +158,14 @@ bool is_training_stage(EpisodeStage s) {
          s == EpisodeStage::kAgenticPpo;
 }
 
+// The run's steps a checkpoint's weights have trained: "coordinator_step" in its
+// trainer_state.json (LearnerService::checkpoint writes it); unset for one written without it.
+std::optional<std::uint64_t> coordinator_step_of(const json& trainer_state) {
+  const auto it = trainer_state.find("coordinator_step");
+  if (it == trainer_state.end() || !it->is_number_unsigned()) return std::nullopt;
+  return it->get<std::uint64_t>();
+}
+
 }  // namespace
 
 LearnerService::~LearnerService() = default;
@@ -212,6 +220,7 @@ Expected<std::unique_ptr<LearnerService>> LearnerService::create(const LearnerSe
   ASSIGN_OR_RETURN(std::optional<json> restored, s->trainer_->restore_checkpoint(o.checkpoints()));
   if (restored) {
     s->resumed_ = true;
+    s->run_steps_ = coordinator_step_of(*restored);
     log_info("learner resumed from a checkpoint",
              {{"dir", o.checkpoints()},
               {"step", std::to_string(s->trainer_->steps())},
@@ -232,13 +241,73 @@ Expected<StepDone> LearnerService::train(const TrainStep& step) {
              {{"step", std::to_string(step.step)}});
     return last_done_;
   }
-  ASSIGN_OR_RETURN(StepDone done, train_uncached(step));
+  RETURN_IF_ERROR(catch_up(step));
+  ASSIGN_OR_RETURN(StepDone done, train_uncached(step, /*publish_weights=*/true));
   last_step_ = step;
   last_done_ = done;
   return done;
 }
 
-Expected<StepDone> LearnerService::train_uncached(const TrainStep& step) {
+namespace {
+
+// Whether `replay` holds every step from `from` up to (not including) `to`.
+bool replay_covers(const std::vector<RecordedStep>& replay, std::uint64_t from, std::uint64_t to) {
+  for (std::uint64_t k = from; k < to; ++k) {
+    if (std::none_of(replay.begin(), replay.end(),
+                     [&](const RecordedStep& r) { return r.step == k; }))
+      return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Status LearnerService::catch_up(const TrainStep& step) {
+  if (!run_steps_) return Status::ok();  // a checkpoint without the run's step: nothing to match
+  if (*run_steps_ == step.step) return Status::ok();
+  auto fits = [&](std::uint64_t from) {
+    return from <= step.step && replay_covers(step.replay, from, step.step);
+  };
+  if (!fits(*run_steps_)) {
+    // Ahead of the step (the coordinator restarted before recording ours and formed another
+    // batch), or behind what the replay covers: back to the newest checkpoint it continues from.
+    const std::uint64_t held = *run_steps_;
+    Expected<std::optional<json>> r =
+        trainer_->restore_checkpoint(options_.checkpoints(), [&](const json& state) {
+          const std::optional<std::uint64_t> c = coordinator_step_of(state);
+          return c && fits(*c);
+        });
+    if (!r || !*r) {
+      // Nothing to go back to: train the weights held, as the mismatch metric will say.
+      log_warn("learner: no checkpoint to rejoin the run's lineage from; training the weights held",
+               {{"held_step", std::to_string(held)},
+                {"step", std::to_string(step.step)},
+                {"why", r ? std::string("no checkpoint") : r.error().to_string()}});
+      run_steps_.reset();
+      return Status::ok();
+    }
+    run_steps_ = coordinator_step_of(**r);
+    last_step_.reset();
+    log_info("learner: rewound to a checkpoint to rejoin the run's lineage",
+             {{"held_step", std::to_string(held)},
+              {"checkpoint_step", std::to_string(*run_steps_)},
+              {"step", std::to_string(step.step)}});
+  }
+  for (const RecordedStep& r : step.replay) {
+    if (r.step < *run_steps_ || r.step >= step.step) continue;
+    if (r.step != *run_steps_) break;  // fits() checked it; a duplicate step would land here
+    const auto t0 = Clock::now();
+    TrainStep again{r.step, r.stage, r.version, r.episodes, {}};
+    ASSIGN_OR_RETURN(StepDone done, train_uncached(again, /*publish_weights=*/false));
+    log_info("learner: replayed a step of the run to rejoin its lineage",
+             {{"step", std::to_string(r.step)},
+              {"version", std::to_string(done.new_version.value())},
+              {"seconds", std::to_string(seconds_since(t0))}});
+  }
+  return Status::ok();
+}
+
+Expected<StepDone> LearnerService::train_uncached(const TrainStep& step, bool publish_weights) {
   const auto t0 = Clock::now();
   if (!is_training_stage(step.stage))
     return make_error(ErrorCategory::kInvalidInput, "learner.bad_stage",
@@ -337,8 +406,10 @@ Expected<StepDone> LearnerService::train_uncached(const TrainStep& step) {
   m["episodes/refused"] = double(refused.size());
   m["version/mismatch"] = mismatch ? 1.0 : 0.0;
 
+  run_steps_ = step.step + 1;
+
   // 4. Publication (rank 0): the engines' failures do not fail the step.
-  if (rank() == 0) {
+  if (publish_weights && rank() == 0) {
     ASSIGN_OR_RETURN(PublishReport r, publish());
     m["publish/seconds"] = r.seconds;
     m["publish/engines_ok"] = double(r.engines_ok);
@@ -463,12 +534,20 @@ Expected<PublishReport> LearnerService::publish() {
 std::string encode_learner_command(const LearnerCommand& c) {
   json j{{"kind", int(c.kind)}};
   if (c.kind == LearnerCommand::Kind::kTrain) {
-    json ids = json::array();
-    for (const EpisodeId& id : c.step.episodes) ids.push_back(id.value());
-    j["step"] = {{"step", c.step.step},
-                 {"stage", int(c.step.stage)},
-                 {"version", c.step.version.value()},
-                 {"episodes", std::move(ids)}};
+    auto step_json = [](std::uint64_t step, EpisodeStage stage, PolicyVersion version,
+                        const std::vector<EpisodeId>& episodes) {
+      json ids = json::array();
+      for (const EpisodeId& id : episodes) ids.push_back(id.value());
+      return json{{"step", step},
+                  {"stage", int(stage)},
+                  {"version", version.value()},
+                  {"episodes", std::move(ids)}};
+    };
+    j["step"] = step_json(c.step.step, c.step.stage, c.step.version, c.step.episodes);
+    json replay = json::array();
+    for (const RecordedStep& r : c.step.replay)
+      replay.push_back(step_json(r.step, r.stage, r.version, r.episodes));
+    j["step"]["replay"] = std::move(replay);
   } else if (c.kind == LearnerCommand::Kind::kCheckpoint) {
     j["checkpoint"] = {{"step", c.checkpoint.step}, {"version", c.checkpoint.version.value()}};
   }
@@ -494,6 +573,14 @@ Expected<LearnerCommand> decode_learner_command(std::string_view bytes) {
       c.step.version = PolicyVersion{s.at("version").get<std::uint64_t>()};
       for (const json& id : s.at("episodes"))
         c.step.episodes.push_back(EpisodeId{id.get<std::string>()});
+      for (const json& r : s.at("replay")) {
+        RecordedStep step{.step = r.at("step").get<std::uint64_t>(),
+                          .stage = EpisodeStage(r.at("stage").get<std::uint8_t>()),
+                          .version = PolicyVersion{r.at("version").get<std::uint64_t>()}};
+        for (const json& id : r.at("episodes"))
+          step.episodes.push_back(EpisodeId{id.get<std::string>()});
+        c.step.replay.push_back(std::move(step));
+      }
     } else if (c.kind == LearnerCommand::Kind::kCheckpoint) {
       const json& s = j.at("checkpoint");
       c.checkpoint.step = s.at("step").get<std::uint64_t>();

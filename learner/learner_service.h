@@ -25,10 +25,18 @@
 // "explained_variance", "tokens/model", "seconds", ...) and "reward/mean", the mean final reward
 // of the batch's episodes, so that the coordinator's log shows a reward curve.
 //
+// Lineage after a restart (catch_up): the learner knows how many of the run's steps its weights
+// have trained (0 fresh; a checkpoint records it as "coordinator_step"). A TrainStep carries the
+// batches of the steps since the run's latest recorded checkpoint (replay). Behind the step: it
+// trains the replayed steps it lacks, on the same episodes in the same order, without publishing,
+// then the step; on the CPU in fp32 the weights are then bit-identical to those of a learner that
+// never stopped. Ahead of the step (a coordinator restarted before it recorded the learner's last
+// step, and formed another batch) or behind the replay: it restores the newest checkpoint the
+// replay continues from, then replays. With no such checkpoint it trains the weights it holds.
 // Versions: the coordinator's word is the version. A step that starts from another version than
-// the learner holds (the learner resumed from an older checkpoint than the coordinator's state)
-// trains the weights it holds and labels them step.version + 1 ("version/mismatch" = 1, and a
-// warning): engines refuse versions that are not newer, so versions must only go up.
+// the learner holds (only after the fallback above) trains the weights it holds and labels them
+// step.version + 1 ("version/mismatch" = 1, and a warning): engines refuse versions that are not
+// newer, so versions must only go up.
 // Idempotence: a TrainStep repeated after its answer was lost (same step, version and episodes)
 // gets the same StepDone again without training twice.
 //
@@ -154,12 +162,16 @@ class LearnerService {
 
  private:
   LearnerService() = default;
-  Expected<StepDone> train_uncached(const TrainStep& step);
+  Status catch_up(const TrainStep& step);
+  Expected<StepDone> train_uncached(const TrainStep& step, bool publish_weights);
   LearnerServiceOptions options_;
   LearnerGroup* group_ = nullptr;
   std::unique_ptr<RunStore> store_;
   std::unique_ptr<Trainer> trainer_;
   bool resumed_ = false;
+  // The run's steps the weights held have trained (the coordinator's count; the trainer's steps()
+  // counts optimizer steps). Unset: unknown (a checkpoint written without it).
+  std::optional<std::uint64_t> run_steps_ = 0;
   std::optional<TrainStep> last_step_;  // the last step answered, and its answer (idempotence)
   StepDone last_done_;
 };

@@ -402,6 +402,69 @@ TEST_F(LearnerServiceTest, CheckpointResumesIdenticalWeights) {
   expect_same_weights((*first)->trainer().actor(), (*second)->trainer().actor());
 }
 
+// The lineage after a learner restart: a learner restarted from its checkpoint at step 2 gets
+// step 4 with the replay of steps 2 and 3 and ends with the same weights as the learner that
+// never stopped; a learner one step ahead of a restarted coordinator (which formed another batch
+// for that step) goes back to the checkpoint and replays; a replay that cannot reach the weights
+// held trains them anyway and says so ("version/mismatch").
+TEST_F(LearnerServiceTest, ARestartedLearnerReplaysTheStepsSinceItsCheckpoint) {
+  LearnerServiceOptions o = options("replay");
+  o.publish_on_resume = false;
+  auto step = [](std::uint64_t k, std::vector<EpisodeId> episodes) {
+    return TrainStep{.step = k,
+                     .stage = EpisodeStage::kAgenticPpo,
+                     .version = PolicyVersion{k},
+                     .episodes = std::move(episodes)};
+  };
+  const std::vector<std::vector<EpisodeId>> batches = {ids({1, 2}), ids({3, 6}), ids({7, 9}),
+                                                       ids({2, 10}), ids({1, 11})};
+  auto recorded = [&](std::uint64_t from, std::uint64_t to) {
+    std::vector<RecordedStep> r;
+    for (std::uint64_t k = from; k < to; ++k)
+      r.push_back({k, EpisodeStage::kAgenticPpo, PolicyVersion{k}, batches[k]});
+    return r;
+  };
+  auto steady = LearnerService::create(o, nullptr);
+  ASSERT_TRUE(steady) << steady.error().to_string();
+  for (std::uint64_t k = 0; k < 4; ++k) {
+    ASSERT_TRUE((*steady)->train(step(k, batches[k])));
+    if (k == 1) ASSERT_TRUE((*steady)->checkpoint({.step = 2, .version = PolicyVersion{2}}));
+  }
+
+  // Restarted from the checkpoint of step 2: steps 2 and 3 replayed, then step 4.
+  auto restarted = LearnerService::create(o, nullptr);
+  ASSERT_TRUE(restarted) << restarted.error().to_string();
+  EXPECT_EQ((*restarted)->policy_version(), 2u);
+  TrainStep fourth = step(4, batches[4]);
+  fourth.replay = recorded(2, 4);
+  auto a = (*steady)->train(fourth);
+  auto b = (*restarted)->train(fourth);
+  ASSERT_TRUE(a) << a.error().to_string();
+  ASSERT_TRUE(b) << b.error().to_string();
+  EXPECT_EQ(b->new_version.value(), 5u);
+  EXPECT_EQ(b->metrics.at("version/mismatch"), 0);
+  expect_same_weights((*steady)->trainer().actor(), (*restarted)->trainer().actor());
+
+  // The coordinator restarted before recording step 4 and formed another batch for it: both go
+  // back to step 2's checkpoint, replay 2 and 3, and train the new step 4 alike.
+  TrainStep other = step(4, ids({5, 6}));
+  other.replay = recorded(2, 4);
+  ASSERT_TRUE((*steady)->train(other));
+  auto fresh = LearnerService::create(o, nullptr);
+  ASSERT_TRUE(fresh) << fresh.error().to_string();
+  ASSERT_TRUE((*fresh)->train(other));
+  expect_same_weights((*steady)->trainer().actor(), (*fresh)->trainer().actor());
+
+  // A replay that starts after the checkpoint: nothing to rejoin from; the held weights train.
+  auto lost = LearnerService::create(o, nullptr);
+  ASSERT_TRUE(lost) << lost.error().to_string();
+  TrainStep late = step(5, ids({1}));
+  late.replay = recorded(3, 5);
+  auto c = (*lost)->train(late);
+  ASSERT_TRUE(c) << c.error().to_string();
+  EXPECT_EQ(c->metrics.at("version/mismatch"), 1);
+}
+
 TEST_F(LearnerServiceTest, LoopRunsRequestsFromAnotherThreadUntilStopped) {
   auto service = LearnerService::create(options("loop"), nullptr);
   ASSERT_TRUE(service) << service.error().to_string();
@@ -439,7 +502,11 @@ TEST(LearnerCommand, RoundTripsAndRefusesGarbage) {
                    .step = {.step = 7,
                             .stage = EpisodeStage::kAgentWarmup,
                             .version = PolicyVersion{6},
-                            .episodes = ids({1, 2})}};
+                            .episodes = ids({1, 2}),
+                            .replay = {{.step = 6,
+                                        .stage = EpisodeStage::kAgentWarmup,
+                                        .version = PolicyVersion{5},
+                                        .episodes = ids({0})}}}};
   auto back = decode_learner_command(encode_learner_command(c));
   ASSERT_TRUE(back) << back.error().to_string();
   EXPECT_EQ(back->kind, LearnerCommand::Kind::kTrain);
@@ -447,6 +514,7 @@ TEST(LearnerCommand, RoundTripsAndRefusesGarbage) {
   EXPECT_EQ(back->step.stage, EpisodeStage::kAgentWarmup);
   EXPECT_EQ(back->step.version.value(), 6u);
   EXPECT_EQ(back->step.episodes, ids({1, 2}));
+  EXPECT_EQ(back->step.replay, c.step.replay);
   LearnerCommand k{.kind = LearnerCommand::Kind::kCheckpoint,
                    .checkpoint = {.step = 3, .version = PolicyVersion{4}}};
   auto kb = decode_learner_command(encode_learner_command(k));

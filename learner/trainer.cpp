@@ -590,10 +590,30 @@ Status Trainer::save_checkpoint(const std::string& root, const nlohmann::json& e
   }
 }
 
-Expected<std::optional<nlohmann::json>> Trainer::restore_checkpoint(const std::string& root) {
+// The newest checkpoint under `root` that verifies and that `accept` takes; kNotFound
+// "checkpoint.none" naming what was skipped when none does.
+static Expected<LoadedCheckpoint> newest_accepted(
+    const std::string& root, const std::function<bool(const nlohmann::json&)>& accept) {
+  std::string skipped;
+  for (std::uint64_t step : list_checkpoints(root)) {
+    Expected<LoadedCheckpoint> ck = load_checkpoint(root + "/" + checkpoint_dir_name(step));
+    if (!ck) {
+      skipped += "; " + ck.error().message;
+      continue;
+    }
+    if (accept(ck->trainer_state)) return ck;
+    skipped += "; " + ck->path + " (not the one wanted)";
+  }
+  return make_error(ErrorCategory::kNotFound, "checkpoint.none",
+                    "no checkpoint under " + root + " verifies and fits" + skipped);
+}
+
+Expected<std::optional<nlohmann::json>> Trainer::restore_checkpoint(
+    const std::string& root, const std::function<bool(const nlohmann::json&)>& accept) {
   Impl& I = *impl_;
   try {
-    Expected<LoadedCheckpoint> ck = load_latest_checkpoint(root);
+    Expected<LoadedCheckpoint> ck =
+        accept ? newest_accepted(root, accept) : load_latest_checkpoint(root);
     if (!ck) {
       if (ck.error().code == "checkpoint.none" && list_checkpoints(root).empty())
         return std::optional<nlohmann::json>();

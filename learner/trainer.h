@@ -31,6 +31,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -138,8 +139,11 @@ class Trainer {
   /// `extra` is stored in trainer_state.json beside step and version.
   Status save_checkpoint(const std::string& root, const nlohmann::json& extra);
   /// Restores the newest valid checkpoint under `root` into this trainer (weights, optimizer
-  /// state, step, version). Returns its trainer_state.json, or nullopt when there is none.
-  Expected<std::optional<nlohmann::json>> restore_checkpoint(const std::string& root);
+  /// state, step, version). Returns its trainer_state.json, or nullopt when there is none. With
+  /// `accept`, the newest valid one whose trainer_state.json it accepts (none: kNotFound
+  /// "checkpoint.none"). Collective, like save_checkpoint.
+  Expected<std::optional<nlohmann::json>> restore_checkpoint(
+      const std::string& root, const std::function<bool(const nlohmann::json&)>& accept = {});
 
   struct Impl;
 

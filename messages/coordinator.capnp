@@ -113,6 +113,9 @@ struct TrainStep {
   stage @1 :UInt8;            # decides the loss (numbering above)
   version @2 :UInt64;         # the weights the step starts from
   episodes @3 :List(Text);    # episode ids, oldest first; the learner reads them from the store
+  replay @4 :List(TrainStep); # the steps since the run's latest recorded checkpoint, before this
+                              # one, oldest first (each with an empty replay): a learner holding
+                              # older weights trains them again on the same episodes first
 }
 
 # One named figure of a step.

@@ -132,13 +132,22 @@ struct BodyWriter {
   void operator()(const AttachLearner& in) {
     body.initAttachLearner().setLearner(text(in.learner.value()));
   }
+  static void put_step(wire::TrainStep::Builder out, std::uint64_t step, EpisodeStage stage,
+                       PolicyVersion version, const std::vector<EpisodeId>& ids) {
+    out.setStep(step);
+    out.setStage(stage_to_wire(stage));
+    out.setVersion(version.value());
+    auto episodes = out.initEpisodes(ids.size());
+    for (unsigned i = 0; i < ids.size(); ++i) episodes.set(i, text(ids[i].value()));
+  }
   void operator()(const TrainStep& in) {
     auto out = body.initTrainStep();
-    out.setStep(in.step);
-    out.setStage(stage_to_wire(in.stage));
-    out.setVersion(in.version.value());
-    auto episodes = out.initEpisodes(in.episodes.size());
-    for (unsigned i = 0; i < in.episodes.size(); ++i) episodes.set(i, text(in.episodes[i].value()));
+    put_step(out, in.step, in.stage, in.version, in.episodes);
+    auto replay = out.initReplay(in.replay.size());
+    for (unsigned i = 0; i < in.replay.size(); ++i) {
+      const RecordedStep& r = in.replay[i];
+      put_step(replay[i], r.step, r.stage, r.version, r.episodes);
+    }
   }
   void operator()(const StepDone& in) {
     auto out = body.initStepDone();
@@ -234,6 +243,14 @@ Expected<CoordinatorBody> read_train_step(wire::TrainStep::Reader in) {
   out.version = PolicyVersion{in.getVersion()};
   out.episodes.reserve(in.getEpisodes().size());
   for (auto id : in.getEpisodes()) out.episodes.push_back(EpisodeId{str(id)});
+  for (auto r : in.getReplay()) {
+    RecordedStep step;
+    step.step = r.getStep();
+    step.stage = stage_from_wire(r.getStage());
+    step.version = PolicyVersion{r.getVersion()};
+    for (auto id : r.getEpisodes()) step.episodes.push_back(EpisodeId{str(id)});
+    out.replay.push_back(std::move(step));
+  }
   return CoordinatorBody{std::move(out)};
 }
 

@@ -93,6 +93,7 @@ struct BodyEq {
     EXPECT_EQ(a.stage, b.stage);
     EXPECT_EQ(a.version, b.version);
     EXPECT_EQ(a.episodes, b.episodes);
+    EXPECT_EQ(a.replay, b.replay);
   }
   void operator()(const StepDone& a) const {
     const StepDone& b = peer<StepDone>();

@@ -114,7 +114,11 @@ struct TrainStep {
   std::uint64_t step = 0;                          ///< 0 for the run's first step
   EpisodeStage stage = EpisodeStage::kEvaluation;  ///< decides the loss (PPO, RFT + value, ...)
   PolicyVersion version;                           ///< the weights the step starts from
-  std::vector<EpisodeId> episodes;                 ///< batch_episodes of them, oldest first
+  std::vector<EpisodeId> episodes;                 ///< batch_episodes of them, in training order
+  /// The steps since the run's latest recorded checkpoint, before this one, oldest first: a
+  /// learner that holds older weights (restarted from that checkpoint, or one step ahead of a
+  /// restarted coordinator) trains them again, on the same episodes, before this one.
+  std::vector<RecordedStep> replay;
 };
 
 /// A finished step.

@@ -211,4 +211,15 @@ struct CoordinatorState {
   nextAckSeq @13 :UInt64;       # order number of the next acknowledgement
   episodes @14 :List(LedgerEpisode);  # in flight, queued for a rerun, or acknowledged
   lastStepEpisodes @15 :List(Text);   # the episodes trained by step `step`
+  stepsSinceCheckpoint @16 :List(RecordedStep);  # the batches of the steps after the run's latest
+                                # recorded checkpoint, oldest first: a learner restarted from
+                                # that checkpoint trains them again before the next step
+}
+
+# One learner step as the coordinator sent it: which episodes, from which version.
+struct RecordedStep {
+  step @0 :UInt64;              # 0 for the run's first step
+  stage @1 :UInt8;              # same numbering as EpisodeSummary.stage
+  version @2 :UInt64;           # the weights the step started from
+  episodes @3 :List(Text);      # episode ids, in the order the learner trained them
 }

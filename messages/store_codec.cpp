@@ -80,6 +80,16 @@ void fill_coordinator_state(ws::CoordinatorState::Builder b, const CoordinatorSt
   for (unsigned i = 0; i < v.last_step_episodes.size(); ++i) {
     last.set(i, text(v.last_step_episodes[i].value()));
   }
+  auto steps = b.initStepsSinceCheckpoint(static_cast<unsigned>(v.steps_since_checkpoint.size()));
+  for (unsigned i = 0; i < v.steps_since_checkpoint.size(); ++i) {
+    const RecordedStep& r = v.steps_since_checkpoint[i];
+    auto o = steps[i];
+    o.setStep(r.step);
+    o.setStage(static_cast<std::uint8_t>(r.stage));
+    o.setVersion(r.version.value());
+    auto ids = o.initEpisodes(static_cast<unsigned>(r.episodes.size()));
+    for (unsigned k = 0; k < r.episodes.size(); ++k) ids.set(k, text(r.episodes[k].value()));
+  }
 }
 
 CoordinatorStateRecord read_coordinator_state(ws::CoordinatorState::Reader r) {
@@ -112,6 +122,14 @@ CoordinatorStateRecord read_coordinator_state(ws::CoordinatorState::Reader r) {
     v.episodes.push_back(std::move(e));
   }
   for (auto t : r.getLastStepEpisodes()) v.last_step_episodes.push_back(EpisodeId{str(t)});
+  for (auto o : r.getStepsSinceCheckpoint()) {
+    RecordedStep s;
+    s.step = o.getStep();
+    s.stage = static_cast<EpisodeStage>(o.getStage());
+    s.version = PolicyVersion{o.getVersion()};
+    for (auto t : o.getEpisodes()) s.episodes.push_back(EpisodeId{str(t)});
+    v.steps_since_checkpoint.push_back(std::move(s));
+  }
   return v;
 }
 

@@ -174,6 +174,18 @@ struct LedgerEpisodeRecord {
   std::uint64_t ack_seq = 0;  ///< order of acknowledgement (phase 2)
 };
 
+/// One learner step as the coordinator sent it (store.capnp RecordedStep).
+struct RecordedStep {
+  std::uint64_t step = 0;
+  EpisodeStage stage = EpisodeStage::kEvaluation;
+  PolicyVersion version;            ///< the weights the step started from
+  std::vector<EpisodeId> episodes;  ///< in the order the learner trained them
+  friend bool operator==(const RecordedStep& a, const RecordedStep& b) {
+    return a.step == b.step && a.stage == b.stage && a.version == b.version &&
+           a.episodes == b.episodes;
+  }
+};
+
 /// The coordinator's state (store.capnp CoordinatorState; coordinator/coordinator_state.h).
 struct CoordinatorStateRecord {
   std::uint64_t step = 0;
@@ -192,6 +204,9 @@ struct CoordinatorStateRecord {
   std::uint64_t next_ack_seq = 0;
   std::vector<LedgerEpisodeRecord> episodes;
   std::vector<EpisodeId> last_step_episodes;
+  /// The steps after the run's latest recorded checkpoint, oldest first (a restarted learner
+  /// trains them again from that checkpoint).
+  std::vector<RecordedStep> steps_since_checkpoint;
 };
 
 struct RunRecord {

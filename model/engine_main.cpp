@@ -4,7 +4,17 @@
 //
 //   cuda-agent-engine --model DIR [--port 8000] [--host 127.0.0.1] [--max-batch 16]
 //                     [--max-seq-len 4096] [--device cpu|cuda|cuda:N] [--dtype fp32|bf16|fp16]
-//                     [--version N] [--served-model-name NAME] [--drain-timeout-ms MS]
+//                     [--version N] [--policy-dir DIR] [--served-model-name NAME]
+//                     [--drain-timeout-ms MS]
+//
+// --policy-dir DIR: where the learner publishes each new version as a complete model directory
+// DIR/v<N> (learner/learner_service.cpp, LearnerService::publish: written as .tmp-* and renamed,
+// so every v<N> is whole). When DIR holds any v<N>, the engine starts from the newest (highest N)
+// instead of --model and reports version N, as --version would: an engine restarted after a kill
+// serves the weights the run is at, not the base model. Only "v" followed by digits counts
+// (.tmp-*, .old-* and anything else are ignored); a missing or empty DIR means --model and
+// --version as before; a v<N> that fails to load is an error naming it (no silent fallback).
+// Which one it loads is printed before loading ("cuda-agent-engine: policy dir DIR: ...").
 //
 // Prints "cuda-agent-engine: listening on http://HOST:PORT ..." once it serves. SIGTERM or
 // SIGINT drains: new requests get 503, running ones finish within --drain-timeout-ms (the rest
@@ -16,8 +26,52 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <optional>
+#include <string>
 
 #include "model/engine_server.h"
+
+namespace {
+
+// A version the learner published under --policy-dir: DIR/v<N>.
+struct PublishedVersion {
+  std::filesystem::path dir;
+  std::int64_t version = 0;
+};
+
+// "v12" -> 12; anything else (".tmp-v12-77", "v", "v1a", a number past int64) -> nullopt.
+std::optional<std::int64_t> version_of_dir(const std::string& name) {
+  if (name.size() < 2 || name.size() > 19 || name[0] != 'v') return std::nullopt;
+  std::int64_t v = 0;
+  for (std::size_t i = 1; i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9') return std::nullopt;
+    v = v * 10 + (name[i] - '0');
+  }
+  return v;
+}
+
+// The newest v<N> directory in `policy_dir`; nullopt when it is missing or holds none.
+cuda_agent::Expected<std::optional<PublishedVersion>> newest_published(
+    const std::string& policy_dir) {
+  namespace fs = std::filesystem;
+  std::optional<PublishedVersion> newest;
+  std::error_code ec;
+  if (!fs::exists(policy_dir, ec)) return newest;
+  for (fs::directory_iterator it(policy_dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::optional<std::int64_t> v = version_of_dir(it->path().filename().string());
+    std::error_code type_ec;
+    if (!v || !it->is_directory(type_ec)) continue;
+    if (!newest || *v > newest->version) newest = PublishedVersion{it->path(), *v};
+  }
+  if (ec) {
+    return cuda_agent::make_error(cuda_agent::ErrorCategory::kIo, "engine.policy_dir",
+                                  "--policy-dir " + policy_dir + ": " + ec.message());
+  }
+  return newest;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace cuda_agent;
@@ -47,7 +101,12 @@ int main(int argc, char** argv) {
   app.add_option("--dtype", o.core.dtype, "fp32, bf16 or fp16 (default: config.json's)");
   app.add_option("--version", o.core.policy_version, "policy version of the weights in --model")
       ->capture_default_str();
-  app.add_option("--served-model-name", o.model_name, "`model` in replies (default: dir name)");
+  std::string policy_dir;
+  app.add_option("--policy-dir", policy_dir,
+                 "the learner's published versions (DIR/v<N>): start from the newest one, as "
+                 "version N, instead of --model");
+  app.add_option("--served-model-name", o.model_name,
+                 "`model` in replies (default: --model's dir name)");
   app.add_option("--request-timeout-ms", o.request_timeout_ms, "per request")
       ->capture_default_str();
   app.add_option("--drain-timeout-ms", o.drain_timeout_ms,
@@ -66,8 +125,35 @@ int main(int argc, char** argv) {
     return e.category == ErrorCategory::kInvalidInput || e.category == ErrorCategory::kNotFound ? 2
                                                                                                 : 1;
   };
+
+  // A restarted engine resumes at the newest version the learner published (see the file comment).
+  std::optional<PublishedVersion> published;
+  if (!policy_dir.empty()) {
+    auto newest = newest_published(policy_dir);
+    if (!newest) return report(newest.error());
+    published = *newest;
+    if (published) {
+      std::printf("cuda-agent-engine: policy dir %s: loading published version %lld from %s\n",
+                  policy_dir.c_str(), (long long)published->version,
+                  published->dir.string().c_str());
+      if (o.model_name.empty()) {  // the name stays --model's, whichever version is loaded
+        const std::filesystem::path p(o.core.model_dir);
+        o.model_name = (p.has_filename() ? p : p.parent_path()).filename().string();
+      }
+      o.core.model_dir = published->dir.string();
+      o.core.policy_version = published->version;
+    } else {
+      std::printf("cuda-agent-engine: policy dir %s: no published version; starting from %s\n",
+                  policy_dir.c_str(), o.core.model_dir.c_str());
+    }
+    std::fflush(stdout);
+  }
   auto server = EngineServer::create(o);
-  if (!server) return report(server.error());
+  if (!server) {
+    if (!published) return report(server.error());
+    return report(server.error().with_context("published policy version " +
+                                              published->dir.string() + " (--policy-dir)"));
+  }
   if (Status s = (*server)->start(); !s) return report(s.error());
   const EngineHealth h = (*server)->core().health();
   std::printf(

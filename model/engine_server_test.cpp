@@ -1,8 +1,8 @@
 // The policy engine service over real HTTP on a loopback port (cpp-httplib's client), with the
 // tiny model on the CPU: round trips of both endpoints, token-exact against a direct
 // GenerationEngine run, typed 400s, batching, weight swaps mid-stream, a client that disconnects,
-// and (as a process) the SIGTERM drain. Random prompts and parameters: the seed is printed and
-// read from ENGINE_TEST_SEED.
+// and (as a process) the SIGTERM drain and --policy-dir's start from the newest published
+// version. Random prompts and parameters: the seed is printed and read from ENGINE_TEST_SEED.
 #include <gtest/gtest.h>
 #include <httplib.h>
 
@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -617,6 +618,140 @@ TEST_F(EngineServerTest, SigtermDrainsAndExitsZero) {
   EXPECT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);
   ::close(out[0]);
+}
+
+// The binary as a child process with `args` after the program name; its stdout and stderr are
+// pipes the test reads.
+struct EngineProcess {
+  pid_t pid = -1;
+  int out = -1;
+  int err = -1;
+
+  explicit EngineProcess(const std::vector<std::string>& args) {
+    int o[2], e[2];
+    if (::pipe(o) != 0 || ::pipe(e) != 0) return;
+    pid = ::fork();
+    if (pid == 0) {
+      ::dup2(o[1], 1);
+      ::dup2(e[1], 2);
+      ::close(o[0]);
+      ::close(e[0]);
+      std::vector<char*> argv = {const_cast<char*>(CUDA_AGENT_ENGINE_EXE)};
+      for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      ::execv(CUDA_AGENT_ENGINE_EXE, argv.data());
+      ::_exit(127);
+    }
+    ::close(o[1]);
+    ::close(e[1]);
+    out = o[0];
+    err = e[0];
+  }
+  ~EngineProcess() {
+    if (pid > 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+    if (out >= 0) ::close(out);
+    if (err >= 0) ::close(err);
+  }
+  // stdout up to and including the line with "listening on" (or up to EOF: it exited).
+  std::string read_until_listening() const {
+    std::string text, line;
+    char c;
+    while (::read(out, &c, 1) == 1) {
+      text += c;
+      line += c;
+      if (c != '\n') continue;
+      if (line.find("listening on") != std::string::npos) break;
+      line.clear();
+    }
+    return text;
+  }
+  int port_from(const std::string& text) const {
+    const auto at = text.find("http://127.0.0.1:");
+    return at == std::string::npos ? 0 : std::atoi(text.c_str() + at + 17);
+  }
+  std::string read_stderr() const {
+    std::string text;
+    char buf[512];
+    for (ssize_t n; (n = ::read(err, buf, sizeof buf)) > 0;) text.append(buf, std::size_t(n));
+    return text;
+  }
+  // The exit status once it ends (SIGTERM first when `terminate`); -1 when it did not exit.
+  int wait_exit(bool terminate) {
+    if (terminate) ::kill(pid, SIGTERM);
+    int status = 0;
+    const bool ended = ::waitpid(pid, &status, 0) == pid;
+    pid = -1;
+    return ended && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+};
+
+// A restarted engine resumes at the learner's newest published version: with --policy-dir
+// holding v1 and v3 (and a leftover .tmp-* and names that are not versions) it loads v3 instead
+// of --model and serves it as version 3.
+TEST_F(EngineServerTest, PolicyDirStartsFromTheNewestPublishedVersion) {
+  testing::TempDir run;
+  const std::string policy = run.str("policy");
+  write_tiny_model(policy + "/v1", 2);
+  write_tiny_model(policy + "/v3", 3);
+  std::filesystem::create_directories(policy + "/.tmp-v7-1234");  // a publish cut by a crash
+  std::filesystem::create_directories(policy + "/v8x");
+  std::filesystem::create_directories(policy + "/latest");
+  EngineProcess engine({"--model", dirs_->str("v0"), "--policy-dir", policy, "--port", "0"});
+  ASSERT_GT(engine.pid, 0);
+  const std::string out = engine.read_until_listening();
+  EXPECT_NE(out.find("loading published version 3 from " + policy + "/v3"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find(" version 3,"), std::string::npos) << out;  // the banner
+  const int port = engine.port_from(out);
+  ASSERT_GT(port, 0) << out << engine.read_stderr();
+  EXPECT_EQ(health(port)["policy_version"], 3);
+  EXPECT_EQ(health(port)["model"], "v0");  // the served name stays --model's
+  HttpReply r = post(port, "/v1/completions", json{{"prompt", "int"}, {"max_tokens", 4}});
+  ASSERT_EQ(r.status, 200) << r.body.dump();
+  EXPECT_EQ(r.body["choices"][0]["first_policy_version"], 3);
+  EXPECT_EQ(r.body["policy_version"], 3);
+  // The learner's next publish is newer: it loads.
+  HttpReply load = post(port, "/v1/weights/load", json{{"path", policy + "/v1"}, {"version", 4}});
+  EXPECT_EQ(load.status, 200) << load.body.dump();
+  EXPECT_EQ(engine.wait_exit(/*terminate=*/true), 0);
+}
+
+// A --policy-dir that is missing or holds no version: --model, at --version.
+TEST_F(EngineServerTest, PolicyDirWithoutVersionsStartsFromModel) {
+  testing::TempDir run;
+  std::filesystem::create_directories(run.str("policy/.tmp-v1-99"));
+  for (const std::string& dir : {run.str("missing"), run.str("policy")}) {
+    EngineProcess engine(
+        {"--model", dirs_->str("v0"), "--policy-dir", dir, "--port", "0", "--version", "2"});
+    ASSERT_GT(engine.pid, 0);
+    const std::string out = engine.read_until_listening();
+    EXPECT_NE(out.find("no published version; starting from " + dirs_->str("v0")),
+              std::string::npos)
+        << out;
+    const int port = engine.port_from(out);
+    ASSERT_GT(port, 0) << out << engine.read_stderr();
+    EXPECT_EQ(health(port)["policy_version"], 2);
+    EXPECT_EQ(engine.wait_exit(/*terminate=*/true), 0);
+  }
+}
+
+// The newest version does not load: an error naming it, not a silent start from older weights.
+TEST_F(EngineServerTest, PolicyDirVersionThatDoesNotLoadIsAnError) {
+  testing::TempDir run;
+  const std::string policy = run.str("policy");
+  write_tiny_model(policy + "/v1", 2);
+  std::filesystem::create_directories(policy + "/v5");  // no config.json, no weights
+  EngineProcess engine({"--model", dirs_->str("v0"), "--policy-dir", policy, "--port", "0"});
+  ASSERT_GT(engine.pid, 0);
+  const std::string out = engine.read_until_listening();
+  EXPECT_EQ(out.find("listening on"), std::string::npos) << out;
+  const std::string err = engine.read_stderr();
+  EXPECT_NE(err.find(policy + "/v5"), std::string::npos) << err;
+  const int code = engine.wait_exit(/*terminate=*/false);
+  EXPECT_TRUE(code == 1 || code == 2) << code;
 }
 #endif
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -28,7 +30,44 @@ std::string episode_name(const Assignment& a) {
          std::to_string(a.attempt) + ")";
 }
 
+// The episode's policy as the gate sees it: the backend's answers passed through, the error of
+// the last call kept (none after a call that answered), so the loop can tell an episode cut short
+// by a policy server that went away from one the backend refused.
+class LastErrorPolicy final : public PolicyBackend {
+ public:
+  explicit LastErrorPolicy(PolicyBackend& inner) : inner_(inner) {}
+  Expected<PolicyTurn> next(const PolicyRequest& request) override {
+    Expected<PolicyTurn> turn = inner_.next(request);
+    last_error_ = turn ? std::nullopt : std::optional<Error>(turn.error());
+    return turn;
+  }
+  std::string describe() const override { return inner_.describe(); }
+  const std::optional<Error>& last_error() const { return last_error_; }
+
+ private:
+  PolicyBackend& inner_;
+  std::optional<Error> last_error_;
+};
+
 }  // namespace
+
+bool policy_server_gone(const Error& error) {
+  return error.code == "http.connect" || error.code == "http.transport" ||
+         error.code == "policy.http_502" || error.code == "policy.http_503";
+}
+
+std::uint64_t episode_sampling_seed(const RunId& run, const EpisodeId& episode) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a, 64 bits
+  for (const std::string_view part :
+       {std::string_view(run.value()), std::string_view("/"), std::string_view(episode.value())}) {
+    for (const char c : part) {
+      h ^= static_cast<unsigned char>(c);
+      h *= 0x100000001b3ULL;
+    }
+  }
+  h &= 0x7fffffffffffffffULL;
+  return h == 0 ? 1 : h;
+}
 
 std::string_view to_string(AssignmentOutcome outcome) {
   switch (outcome) {
@@ -47,8 +86,11 @@ struct CoordinatedRollout::Shared {
 };
 
 CoordinatedRollout::CoordinatedRollout(WorkSource& source, PrepareAssignment prepare,
-                                       CoordinatedRolloutOptions options)
-    : source_(source), prepare_(std::move(prepare)), options_(std::move(options)) {
+                                       CoordinatedRolloutOptions options, PolicyProbe policy_probe)
+    : source_(source),
+      prepare_(std::move(prepare)),
+      options_(std::move(options)),
+      policy_probe_(std::move(policy_probe)) {
   options_.concurrent_episodes = std::max<std::int64_t>(options_.concurrent_episodes, 1);
   if (options_.generation_slots <= 0) options_.generation_slots = options_.concurrent_episodes;
   options_.retry_initial_ms = std::max<std::int64_t>(options_.retry_initial_ms, 1);
@@ -67,6 +109,21 @@ void CoordinatedRollout::idle(std::int64_t ms) {
   std::unique_lock lock(mutex_);
   wake_.wait_for(lock, Ms(std::max<std::int64_t>(ms, 0)),
                  [&] { return stop_.load() || finished_.load(); });
+}
+
+CoordinatedRollout::PolicyWait CoordinatedRollout::wait_for_policy(Clock::time_point deadline) {
+  std::int64_t pause = options_.retry_initial_ms;
+  for (;;) {
+    if (stop_) return PolicyWait::kStopped;
+    if (policy_probe_()) return PolicyWait::kAnswered;
+    const auto left = std::chrono::duration_cast<Ms>(deadline - Clock::now());
+    if (left.count() <= 0) return PolicyWait::kDeadline;
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait_for(lock, std::min(Ms(pause), left), [&] { return stop_.load(); });
+    }
+    pause = std::min(pause * 2, kMaxBackoffMs);
+  }
 }
 
 void CoordinatedRollout::submit(AssignmentResult& result, EpisodeRecord record) {
@@ -136,47 +193,79 @@ static std::string abort_reason(const Episode& episode) {
 AssignmentResult CoordinatedRollout::run_assignment(const RunId& run, const Assignment& a,
                                                     GenerationGate& gate) {
   AssignmentResult result{.assignment = a};
-  Expected<PreparedEpisode> prepared =
-      prepare_ ? prepare_(a)
-               : Expected<PreparedEpisode>(make_error(ErrorCategory::kInvalidInput, "rollout.job",
-                                                      "the rollout loop has no prepare"));
-  if (prepared && (!prepared->spec.policy || !prepared->spec.tools)) {
-    prepared = make_error(ErrorCategory::kInvalidInput, "rollout.job",
-                          "prepare gave no policy or no tools");
-  }
-  if (!prepared) {
-    // Nothing ran: an aborted, empty episode tells the coordinator it is done with (see header).
-    Error e = prepared.error().with_context("prepare " + episode_name(a));
-    log_error(e, {{"episode", a.episode_id.value()}});
-    Episode aborted{.episode_id = a.episode_id,
-                    .run_id = run,
-                    .task_id = a.task_id,
-                    .stage = a.stage,
-                    .status = EpisodeStatus::kAborted,
-                    .ended_unix_ms = now_unix_ms()};
-    EpisodeRecord record = episode_record(aborted);
-    record.policy_version = a.policy_version;
-    result.not_prepared = true;
-    submit(result, std::move(record));
-    if (!result.error) result.error = std::move(e);
+  // Set at the episode's first abort for a policy server that went away: when to stop waiting
+  // for it and submit the aborted episode (see "A policy server that went away" in the header).
+  std::optional<Clock::time_point> policy_deadline;
+  for (;;) {  // once, and again for each rerun after the policy server came back
+    Expected<PreparedEpisode> prepared =
+        prepare_ ? prepare_(a)
+                 : Expected<PreparedEpisode>(make_error(ErrorCategory::kInvalidInput, "rollout.job",
+                                                        "the rollout loop has no prepare"));
+    if (prepared && (!prepared->spec.policy || !prepared->spec.tools)) {
+      prepared = make_error(ErrorCategory::kInvalidInput, "rollout.job",
+                            "prepare gave no policy or no tools");
+    }
+    if (!prepared) {
+      // Nothing ran: an aborted, empty episode tells the coordinator it is done with (see header).
+      Error e = prepared.error().with_context("prepare " + episode_name(a));
+      log_error(e, {{"episode", a.episode_id.value()}});
+      Episode aborted{.episode_id = a.episode_id,
+                      .run_id = run,
+                      .task_id = a.task_id,
+                      .stage = a.stage,
+                      .status = EpisodeStatus::kAborted,
+                      .ended_unix_ms = now_unix_ms()};
+      EpisodeRecord record = episode_record(aborted);
+      record.policy_version = a.policy_version;
+      result.not_prepared = true;
+      submit(result, std::move(record));
+      if (!result.error) result.error = std::move(e);
+      return result;
+    }
+    EpisodeSpec spec = prepared->spec;
+    spec.episode_id = a.episode_id;
+    spec.run_id = run;
+    spec.task_id = a.task_id;
+    spec.stage = a.stage;
+    spec.policy_version = a.policy_version;
+    spec.seed = episode_sampling_seed(run, a.episode_id);
+    LastErrorPolicy backend(*spec.policy);
+    GatedPolicy gated(backend, gate, &stop_);
+    spec.policy = &gated;
+    Episode episode = run_episode(spec, &result.final_outcome);
+    if (gated.cut()) {
+      result.outcome = AssignmentOutcome::kStopped;
+      return result;
+    }
+    if (episode.status == EpisodeStatus::kAborted) result.abort_reason = abort_reason(episode);
+
+    // Aborted because the policy server was not there (killed, restarting): the episode says
+    // nothing about the task or the policy, so it runs again once the server is back.
+    const bool server_gone = episode.status == EpisodeStatus::kAborted && backend.last_error() &&
+                             policy_server_gone(*backend.last_error());
+    if (server_gone && policy_probe_) {
+      if (!policy_deadline) policy_deadline = Clock::now() + Ms(options_.policy_wait_ms);
+      log_warn("the policy server went away mid-episode; the episode runs again once it answers",
+               {{"episode", a.episode_id.value()},
+                {"attempt", std::to_string(a.attempt)},
+                {"error", backend.last_error()->to_string()}});
+      const PolicyWait waited = wait_for_policy(*policy_deadline);
+      if (waited == PolicyWait::kStopped) {
+        result.outcome = AssignmentOutcome::kStopped;
+        return result;
+      }
+      if (waited == PolicyWait::kAnswered) {
+        ++result.policy_reruns;
+        result.abort_reason.clear();
+        continue;
+      }
+      log_warn("the policy server did not answer in time; the aborted episode is submitted",
+               {{"episode", a.episode_id.value()},
+                {"waited_ms", std::to_string(options_.policy_wait_ms)}});
+    }
+    submit(result, episode_record(episode));
     return result;
   }
-  EpisodeSpec spec = prepared->spec;
-  spec.episode_id = a.episode_id;
-  spec.run_id = run;
-  spec.task_id = a.task_id;
-  spec.stage = a.stage;
-  spec.policy_version = a.policy_version;
-  GatedPolicy gated(*spec.policy, gate, &stop_);
-  spec.policy = &gated;
-  Episode episode = run_episode(spec, &result.final_outcome);
-  if (gated.cut()) {
-    result.outcome = AssignmentOutcome::kStopped;
-    return result;
-  }
-  if (episode.status == EpisodeStatus::kAborted) result.abort_reason = abort_reason(episode);
-  submit(result, episode_record(episode));
-  return result;
 }
 
 void CoordinatedRollout::slot(const RunId& run, const CoordinatedHooks& hooks, GenerationGate& gate,

@@ -6,15 +6,36 @@
 //   CoordinatedRollout loop(source, prepare, {.worker_id = WorkerId{"host-pid-gpu0"},
 //                                             .concurrent_episodes = 8});
 //   std::thread t([&] { report = loop.run(RunId{"run-1"}); });
+//   // or, so that an episode whose policy server died is rerun once it is back (see below):
+//   CoordinatedRollout loop(source, prepare, options, [url] {
+//     Expected<HttpResponse> r = http_get(url, {}, {.total_ms = 5000});  // rollout/http_post.h
+//     return r && r->status < 500;
+//   });
 //   ... on SIGTERM: loop.request_stop(); t.join();
 //
 // Slots: `concurrent_episodes` threads, each a loop of
 //   request_work -> "none now": wait retry_after_ms (at most max_idle_wait_ms; a stop ends the
 //                   wait), ask again; "run finished": every slot stops asking;
 //                -> assigned: prepare the episode for the assignment's task (`prepare`), run it
-//                   with the assignment's stage and policy version (policy calls bounded across
-//                   slots by `generation_slots`, rollout/generation_gate.h), build its
-//                   EpisodeRecord (episode_record() in rollout_worker.h), submit it.
+//                   with the assignment's stage and policy version and the sampling seed of
+//                   episode_sampling_seed(run, episode) (policy calls bounded across slots by
+//                   `generation_slots`, rollout/generation_gate.h), build its EpisodeRecord
+//                   (episode_record() in rollout_worker.h), submit it.
+//
+// Determinism: every policy call of an episode asks for a seed derived from the run and episode
+// ids alone (episode_sampling_seed, plus the turn index: rollout/episode.cpp), so a rerun of the
+// episode (another attempt, another worker, a rerun after its policy server died) samples the
+// same tokens from the same weights and prompt.
+//
+// A policy server that went away: when an episode ends aborted because its last policy call found
+// no server (policy_server_gone: connection refused, reset or closed, HTTP 502/503; the policy
+// engine was killed or is restarting), it is not submitted: the slot warns, probes the server
+// (`policy_probe`, the worker's /health look) until it answers, then runs the same assignment
+// again from scratch (a fresh `prepare`, same episode id and seed). It waits at most
+// policy_wait_ms from the episode's first such abort; past that (or without a probe, or for any
+// other abort: a context overflow, a malformed reply) the aborted episode is submitted as usual.
+// A stop during the wait ends the assignment as kStopped, not submitted.
+//
 // Submission (TrajectorySubmission{worker, attempt, episode}): kAcknowledged -> done;
 // kStoreFailed or a transport error -> the same submission again after a pause (doubling, at
 // most 5 s) until submit_deadline_ms, then the episode is counted as failed (the coordinator
@@ -40,11 +61,12 @@
 // trajectory is worth the wait).
 //
 // Threading: run() blocks until every slot has ended; request_stop() from any thread, any time.
-// `prepare` and the hooks are called from the slot threads, concurrently; the WorkSource must be
-// thread-safe.
+// `prepare`, the policy probe and the hooks are called from the slot threads, concurrently; the
+// WorkSource must be thread-safe.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -90,7 +112,27 @@ struct CoordinatedRolloutOptions {
   /// First pause between tries of a failed submit or request_work, doubled after each (at most
   /// 5 s). Default: 200 ms.
   std::int64_t retry_initial_ms = 200;
+  /// An episode aborted because its policy server went away is rerun once the server answers
+  /// again, waiting this long at most from its first such abort; then it is submitted aborted.
+  /// Default: 20 min (what the worker waits for its policy server at start: a large model on a
+  /// slow disk).
+  std::int64_t policy_wait_ms = 1'200'000;
 };
+
+/// One look at the policy server (its /health): true when it answers. Called from slot threads,
+/// concurrently; each call bounded by its own timeout.
+using PolicyProbe = std::function<bool()>;
+
+/// True for a policy error that means the server was not there: no connection ("http.connect"),
+/// a connection reset or closed mid-request ("http.transport", rollout/http_post.h), or HTTP 502
+/// / 503 ("policy.http_502", "policy.http_503", rollout/openai_policy.cpp). Not a timeout (the
+/// server may be alive and slow) and not a 4xx (the request itself was refused).
+bool policy_server_gone(const Error& error);
+
+/// The sampling seed of every coordinated episode: 64-bit FNV-1a of "RUN/EPISODE", kept below
+/// 2^63 (backends with signed seeds) and never 0 (0 asks for none). The same for every attempt
+/// of an episode on any worker; different across episodes.
+std::uint64_t episode_sampling_seed(const RunId& run, const EpisodeId& episode);
 
 /// Prepares one attempt of an assigned episode: policy, tools and spec for the assignment's task.
 /// Ids, stage and policy version of the spec are set by the loop from the assignment.
@@ -112,6 +154,8 @@ struct AssignmentResult {
   EpisodeSummary summary;           ///< as submitted (not for kStopped)
   EvaluationOutcome final_outcome;  ///< the final evaluation (tier -1, no report when none ran)
   std::uint32_t submit_tries = 0;
+  /// Times the episode ran again from scratch because its policy server went away.
+  std::uint32_t policy_reruns = 0;
   /// The assignment could not be prepared; it was submitted as an aborted, empty episode.
   bool not_prepared = false;
   /// The episode ended aborted (summary.status): why, from its last failed tool result (e.g. the
@@ -140,8 +184,10 @@ struct CoordinatedHooks {
 
 class CoordinatedRollout {
  public:
+  /// `policy_probe` may be empty: then an episode whose policy server went away is submitted
+  /// aborted, like any other aborted episode.
   CoordinatedRollout(WorkSource& source, PrepareAssignment prepare,
-                     CoordinatedRolloutOptions options);
+                     CoordinatedRolloutOptions options, PolicyProbe policy_probe = {});
 
   /// Runs the slots until the run finishes, the stop, or every slot gave up on request_work.
   CoordinatedReport run(const RunId& run, const CoordinatedHooks& hooks = {});
@@ -159,10 +205,14 @@ class CoordinatedRollout {
   void submit(AssignmentResult& result, EpisodeRecord record);
   /// Waits `ms`, ending early at the stop or once the run finished.
   void idle(std::int64_t ms);
+  enum class PolicyWait : std::uint8_t { kAnswered, kDeadline, kStopped };
+  /// Probes the policy server until it answers, `deadline` passes or the stop.
+  PolicyWait wait_for_policy(std::chrono::steady_clock::time_point deadline);
 
   WorkSource& source_;
   PrepareAssignment prepare_;
   CoordinatedRolloutOptions options_;
+  PolicyProbe policy_probe_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> finished_{false};  // some slot saw "run finished"
   std::mutex mutex_;                   // guards nothing but the condition's wait

@@ -3,13 +3,16 @@
 // are submitted with the exact trajectory; "none now" is asked again; "run finished" ends every
 // slot; a store failure or a transport error is submitted again until acknowledged or past the
 // deadline; superseded and unknown answers are dropped after one try; an assignment that cannot
-// be prepared is submitted as aborted; a stop cuts an episode in flight without submitting it.
+// be prepared is submitted as aborted; a stop cuts an episode in flight without submitting it; an
+// episode whose policy server went away is rerun once the server answers (and submitted aborted
+// past the wait, or for any other abort); every episode samples with a seed of its own ids.
 #include "rollout/coordinated_rollout.h"
 
 #include <gtest/gtest.h>
 
 #include <condition_variable>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <set>
 
@@ -90,6 +93,61 @@ PrepareAssignment fake_prepare(std::function<void()> in_compile = {}) {
                         "task 'missing' is not in this worker's train set");
     return testing::fake_prepared_episode(std::stoi(a.episode_id.value().substr(1)), in_compile);
   };
+}
+
+// The seed of every policy request, per episode, across slots.
+struct SeedLog {
+  std::mutex mutex;
+  std::map<std::string, std::vector<std::uint64_t>> seeds;
+};
+
+// An episode's policy as a test scripts it: the first `answers` calls go to `inner`, every later
+// one fails with `failure` (when set: e.g. the policy server was killed mid-episode); the seed of
+// every request goes to `log` (may be null).
+class ScriptedPolicy final : public PolicyBackend {
+ public:
+  ScriptedPolicy(std::unique_ptr<PolicyBackend> inner, std::string episode,
+                 std::optional<Error> failure, int answers, SeedLog* log)
+      : inner_(std::move(inner)),
+        episode_(std::move(episode)),
+        failure_(std::move(failure)),
+        answers_(answers),
+        log_(log) {}
+  Expected<PolicyTurn> next(const PolicyRequest& request) override {
+    if (log_) {
+      std::lock_guard lock(log_->mutex);
+      log_->seeds[episode_].push_back(request.seed);
+    }
+    if (failure_ && calls_++ >= answers_) return *failure_;
+    return inner_->next(request);
+  }
+  std::string describe() const override { return "scripted " + inner_->describe(); }
+
+ private:
+  std::unique_ptr<PolicyBackend> inner_;
+  std::string episode_;
+  std::optional<Error> failure_;
+  int answers_ = 0;
+  int calls_ = 0;
+  SeedLog* log_;
+};
+
+// fake_prepared_episode(n) with its policy behind a ScriptedPolicy.
+Expected<PreparedEpisode> scripted_episode(const Assignment& a, std::optional<Error> failure,
+                                           int answers, SeedLog* log) {
+  ASSIGN_OR_RETURN(PreparedEpisode p,
+                   testing::fake_prepared_episode(std::stoi(a.episode_id.value().substr(1))));
+  p.policy = std::make_unique<ScriptedPolicy>(std::move(p.policy), a.episode_id.value(),
+                                              std::move(failure), answers, log);
+  p.spec.policy = p.policy.get();
+  return p;
+}
+
+// What OpenAiPolicy returns when the engine was killed mid-request (rollout/http_post.cpp).
+Error connection_reset() {
+  return make_error(ErrorCategory::kUnavailable, "http.transport",
+                    "POST http://127.0.0.1:5570/v1/chat/completions: Recv failure: Connection "
+                    "reset by peer (gave up after the attempts or deadline of openai)");
 }
 
 CoordinatedRolloutOptions options(std::int64_t slots = 2) {
@@ -315,6 +373,141 @@ TEST(CoordinatedRollout, AnUnreachableCoordinatorEndsTheLoopWithItsError) {
   EXPECT_EQ(r.error->code, "coordinator.unreachable");
   EXPECT_NE(r.error->message.find("without a break"), std::string::npos);
   EXPECT_FALSE(r.run_finished);
+}
+
+// The engine is killed during the episode's second policy call: the aborted run is not
+// submitted; once the server answers /health again (the third probe), the same assignment runs
+// from a fresh prepare, with the same seeds, and only that run is submitted.
+TEST(CoordinatedRollout, AnEpisodeWhosePolicyServerWentAwayRunsAgainOnceItAnswers) {
+  ScriptedWorkSource source;
+  source.script = {assigned(0)};
+  SeedLog seeds;
+  std::atomic<int> prepares{0};
+  PrepareAssignment prepare = [&](const Assignment& a) -> Expected<PreparedEpisode> {
+    const bool first = prepares++ == 0;
+    return scripted_episode(a, first ? std::optional<Error>(connection_reset()) : std::nullopt,
+                            /*answers=*/1, &seeds);
+  };
+  std::atomic<int> probes{0};
+  CoordinatedRollout loop(source, prepare, options(1), [&] { return ++probes >= 3; });
+  std::optional<AssignmentResult> result;
+  const CoordinatedReport r =
+      loop.run(RunId{"run-1"}, {.on_finished = [&](const auto& a) { result = a; }});
+  EXPECT_EQ(r.acknowledged, 1u);
+  EXPECT_EQ(prepares, 2);
+  EXPECT_EQ(probes, 3);
+  ASSERT_TRUE(result);
+  EXPECT_EQ(result->outcome, AssignmentOutcome::kAcknowledged);
+  EXPECT_EQ(result->policy_reruns, 1u);
+  EXPECT_TRUE(result->abort_reason.empty()) << result->abort_reason;
+  const auto subs = source.submitted();
+  ASSERT_EQ(subs.size(), 1u);
+  EXPECT_EQ(subs[0].episode.episode_id, EpisodeId{"e0"});
+  EXPECT_EQ(subs[0].episode.status, EpisodeStatus::kCompleted);
+  EXPECT_EQ(subs[0].episode.final_reward, 2);
+  // Both runs asked for the same seeds: the rerun samples what the first run would have.
+  const std::uint64_t seed = episode_sampling_seed(RunId{"run-1"}, EpisodeId{"e0"});
+  EXPECT_EQ(seeds.seeds["e0"], (std::vector<std::uint64_t>{seed, seed + 1, seed, seed + 1}));
+}
+
+// Past policy_wait_ms without an answer, the aborted episode is submitted as before.
+TEST(CoordinatedRollout, AnEpisodeWhosePolicyServerStaysAwayIsSubmittedAborted) {
+  ScriptedWorkSource source;
+  source.script = {assigned(0)};
+  std::atomic<int> prepares{0};
+  PrepareAssignment prepare = [&](const Assignment& a) {
+    ++prepares;
+    return scripted_episode(a, connection_reset(), /*answers=*/0, nullptr);
+  };
+  CoordinatedRolloutOptions o = options(1);
+  o.policy_wait_ms = 30;
+  std::atomic<int> probes{0};
+  CoordinatedRollout loop(source, prepare, o, [&] {
+    ++probes;
+    return false;
+  });
+  std::optional<AssignmentResult> result;
+  const CoordinatedReport r =
+      loop.run(RunId{"run-1"}, {.on_finished = [&](const auto& a) { result = a; }});
+  EXPECT_EQ(r.acknowledged, 1u);
+  EXPECT_EQ(prepares, 1);
+  EXPECT_GE(probes, 1);
+  ASSERT_TRUE(result);
+  EXPECT_EQ(result->policy_reruns, 0u);
+  EXPECT_NE(result->abort_reason.find("http.transport"), std::string::npos) << result->abort_reason;
+  const auto subs = source.submitted();
+  ASSERT_EQ(subs.size(), 1u);
+  EXPECT_EQ(subs[0].episode.status, EpisodeStatus::kAborted);
+}
+
+// An abort the server answered (a 400: the context is over the limit) is the episode's own
+// result: submitted aborted at once, the server not probed.
+TEST(CoordinatedRollout, AnAbortThatIsNotAGoneServerIsSubmittedAtOnce) {
+  ScriptedWorkSource source;
+  source.script = {assigned(0)};
+  PrepareAssignment prepare = [](const Assignment& a) {
+    return scripted_episode(a,
+                            make_error(ErrorCategory::kInvalidInput, "policy.http_400",
+                                       "POST ... answered 400: engine.context_limit"),
+                            /*answers=*/1, nullptr);
+  };
+  std::atomic<int> probes{0};
+  CoordinatedRollout loop(source, prepare, options(1), [&] { return ++probes > 0; });
+  std::optional<AssignmentResult> result;
+  loop.run(RunId{"run-1"}, {.on_finished = [&](const auto& a) { result = a; }});
+  EXPECT_EQ(probes, 0);
+  ASSERT_TRUE(result);
+  EXPECT_EQ(result->policy_reruns, 0u);
+  const auto subs = source.submitted();
+  ASSERT_EQ(subs.size(), 1u);
+  EXPECT_EQ(subs[0].episode.status, EpisodeStatus::kAborted);
+}
+
+TEST(CoordinatedRollout, PolicyServerGoneMeansNoServerNotARefusal) {
+  auto gone = [](const char* code) {
+    return policy_server_gone(make_error(ErrorCategory::kUnavailable, code, "x"));
+  };
+  EXPECT_TRUE(gone("http.connect"));
+  EXPECT_TRUE(gone("http.transport"));
+  EXPECT_TRUE(gone("policy.http_502"));
+  EXPECT_TRUE(gone("policy.http_503"));
+  EXPECT_FALSE(gone("http.timeout"));
+  EXPECT_FALSE(gone("policy.http_400"));
+  EXPECT_FALSE(gone("policy.http_500"));
+  EXPECT_FALSE(gone("policy.malformed_reply"));
+  EXPECT_FALSE(gone("rollout.stopped"));
+}
+
+// Every episode's seed is a function of (run, episode): equal for the same pair, different across
+// episodes and runs, never 0 (no seed) and below 2^63; it is what the policy is asked for.
+TEST(CoordinatedRollout, EpisodeSeedsComeFromTheRunAndEpisodeIds) {
+  const std::uint64_t a = episode_sampling_seed(RunId{"run-1"}, EpisodeId{"e0"});
+  EXPECT_EQ(a, episode_sampling_seed(RunId{"run-1"}, EpisodeId{"e0"}));
+  EXPECT_NE(a, episode_sampling_seed(RunId{"run-1"}, EpisodeId{"e1"}));
+  EXPECT_NE(a, episode_sampling_seed(RunId{"run-2"}, EpisodeId{"e0"}));
+  std::set<std::uint64_t> seen;
+  for (int n = 0; n < 1000; ++n) {
+    const std::uint64_t s =
+        episode_sampling_seed(RunId{"run-1"}, EpisodeId{"e" + std::to_string(n)});
+    EXPECT_NE(s, 0u);
+    EXPECT_LT(s, std::uint64_t{1} << 63);
+    seen.insert(s);
+  }
+  EXPECT_EQ(seen.size(), 1000u);
+
+  ScriptedWorkSource source;
+  source.script = {assigned(0), assigned(1), assigned(2)};
+  SeedLog seeds;
+  PrepareAssignment prepare = [&](const Assignment& as) {
+    return scripted_episode(as, std::nullopt, 0, &seeds);
+  };
+  CoordinatedRollout loop(source, prepare, options(2));
+  EXPECT_EQ(loop.run(RunId{"run-1"}).acknowledged, 3u);
+  for (int n = 0; n < 3; ++n) {
+    const std::string e = "e" + std::to_string(n);
+    const std::uint64_t s = episode_sampling_seed(RunId{"run-1"}, EpisodeId{e});
+    EXPECT_EQ(seeds.seeds[e], (std::vector<std::uint64_t>{s, s + 1})) << e;
+  }
 }
 
 }  // namespace
