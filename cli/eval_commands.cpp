@@ -104,7 +104,8 @@ Status write_reports(const EvalSummary& s, const std::vector<nlohmann::json>& ro
   std::ofstream(fs::path(dir) / "summary.md") << render_markdown(s, title);
   std::ofstream(fs::path(dir) / "summary.html") << render_html(s, title);
   std::ofstream jsonl(fs::path(dir) / "episodes.jsonl");
-  for (const auto& r : rows) jsonl << r.dump() << "\n";
+  for (const auto& r : rows)
+    jsonl << r.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   if (!jsonl) return make_error(ErrorCategory::kIo, "cli.eval", "cannot write reports in " + dir);
   return {};
 }

@@ -37,7 +37,15 @@ class LastErrorPolicy final : public PolicyBackend {
  public:
   explicit LastErrorPolicy(PolicyBackend& inner) : inner_(inner) {}
   Expected<PolicyTurn> next(const PolicyRequest& request) override {
-    Expected<PolicyTurn> turn = inner_.next(request);
+    // A backend that throws (a bug, e.g. text it cannot encode) aborts this episode with the
+    // reason, not the whole worker: a rerun of the same seeded episode would throw again.
+    Expected<PolicyTurn> turn = make_error(ErrorCategory::kInternal, "policy.exception", "");
+    try {
+      turn = inner_.next(request);
+    } catch (const std::exception& e) {
+      turn = make_error(ErrorCategory::kInternal, "policy.exception",
+                        std::string("the policy backend threw: ") + e.what());
+    }
     last_error_ = turn ? std::nullopt : std::optional<Error>(turn.error());
     return turn;
   }

@@ -107,7 +107,10 @@ std::string openai_request_body(const std::string& model, const PolicyRequest& r
     }
     body["tools"] = std::move(tools);
   }
-  return body.dump();
+  // Text the model wrote (and tool output echoing it) may hold bytes that are not UTF-8: a small
+  // or random policy emits partial characters. Those go as U+FFFD rather than abort the worker
+  // (the model's own tokens travel as context_token_ids, never re-read from this text).
+  return body.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 Expected<PolicyTurn> parse_openai_reply(const std::string& body) {

@@ -223,6 +223,20 @@ TEST_F(OpenAiPolicyTest, BadOptionsAreRefused) {
   EXPECT_NE(p.error().message.find("model"), std::string::npos);
 }
 
+// Found on the H100: a tiny random policy wrote a partial UTF-8 character, the compile log echoed
+// it, and building the next request threw from json::dump and aborted the rollout worker (every
+// restart reran the same seeded episode and aborted again). The bytes go as U+FFFD now.
+TEST(OpenAiRequest, TextThatIsNotUtf8IsReplacedNotFatal) {
+  PolicyRequest request;
+  request.messages = {{ChatRole::kUser, "hi", {}},
+                      {ChatRole::kAssistant, "x\xe2'", {}},
+                      {ChatRole::kTool, "error: \xe2' unexpected", {}}};
+  std::string body;
+  ASSERT_NO_THROW(body = openai_request_body("m", request, /*request_token_ids=*/true));
+  const json j = json::parse(body);
+  EXPECT_EQ(j["messages"][2]["content"], "error: \xef\xbf\xbd' unexpected");
+}
+
 // vLLM with return_tokens_as_token_ids: the sampled ids and logprobs come back with the text.
 TEST(OpenAiReply, TokenIdsAndLogprobsFromVllmsTokenIdExtension) {
   PolicyRequest request;
