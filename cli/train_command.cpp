@@ -316,6 +316,33 @@ Expected<Progress> read_progress(const RunStore& store, const RunId& run) {
   return p;
 }
 
+// Idle share of wall time per role over the whole run: the coordinator's per-step figures
+// ("idle/learner", "idle/rollout") weighted by each step's window ("coordinator/window_seconds").
+struct IdleShares {
+  double seconds = 0;  ///< wall time covered
+  std::map<std::string, double> by_role;
+};
+
+IdleShares read_idle(const RunStore& store, const RunId& run) {
+  std::map<std::uint64_t, double> window;
+  (void)store.scan_metrics(run, "coordinator/window_seconds", 0, [&](const MetricRecord& m) {
+    window[m.step] = m.value;
+    return true;
+  });
+  IdleShares out;
+  for (const auto& [step, w] : window) out.seconds += w;
+  for (const char* role : {"learner", "rollout"}) {
+    double weighted = 0;
+    (void)store.scan_metrics(run, std::string("idle/") + role, 0, [&](const MetricRecord& m) {
+      auto it = window.find(m.step);
+      if (it != window.end()) weighted += m.value * it->second;
+      return true;
+    });
+    if (out.seconds > 0) out.by_role[role] = weighted / out.seconds;
+  }
+  return out;
+}
+
 std::string reward_line(const VersionReward& v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%+.2f", v.episodes ? v.reward_sum / double(v.episodes) : 0.0);
@@ -546,6 +573,9 @@ int run_status(const TrainArgs& a, bool json) {
                           {"tiers", tiers}});
     }
     j["by_version"] = versions;
+    const IdleShares idle = read_idle(**store, run);
+    j["idle"] = idle.by_role;
+    j["idle_seconds"] = idle.seconds;
     std::printf("%s\n", j.dump().c_str());
     return 0;
   }
@@ -560,6 +590,13 @@ int run_status(const TrainArgs& a, bool json) {
       static_cast<unsigned long long>(p->episodes), static_cast<unsigned long long>(p->aborted),
       static_cast<unsigned long long>(cs.trained), static_cast<unsigned long long>(cs.stale),
       static_cast<unsigned long long>(cs.orphaned));
+  const IdleShares idle = read_idle(**store, run);
+  if (!idle.by_role.empty()) {
+    std::printf(
+        "  idle share of wall time over %.0f s: learner %.2f, rollout %.2f (no episode in "
+        "flight); the bench GPU's is not measured by the coordinator\n",
+        idle.seconds, idle.by_role.at("learner"), idle.by_role.at("rollout"));
+  }
   if (r.compile_only) std::printf("%s\n", kCompileOnlyNote);
   std::printf("%s", reward_curve(*p, r.compile_only).c_str());
   for (const auto& [version, v] : p->by_version) {

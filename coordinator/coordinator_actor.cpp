@@ -44,6 +44,12 @@ struct CoordinatorActorState {
   std::uint64_t aborted = 0;         // episodes stored aborted since start
   std::uint64_t aborted_in_row = 0;  // ... since the last one that ran to a reward
   std::string failure;               // why the run cannot go on (then nothing is dispatched)
+  // Idle time per role since the last recorded step, sampled on every tick: the learner is busy
+  // while a step or checkpoint is asked of it, the rollout side while any episode is in flight.
+  struct IdleWindow {
+    std::optional<caf::actor_clock::time_point> last_tick;
+    caf::actor_clock::duration_type total{}, learner_busy{}, rollout_busy{};
+  } idle;
 
   bool finished() const { return progress.stage_index >= options.stages.size(); }
   EpisodeStage stage() const {
@@ -175,6 +181,13 @@ void on_step_done(Self self, const StepDone& done) {
          batch.episodes.empty() ? 0.0 : staleness_sum / static_cast<double>(batch.episodes.size()));
   metric("coordinator/stale_total", static_cast<double>(st.ledger->stale_total()));
   metric("coordinator/policy_version", static_cast<double>(done.new_version.value()));
+  if (st.idle.total.count() > 0) {
+    const double total = static_cast<double>(st.idle.total.count());
+    metric("coordinator/window_seconds", std::chrono::duration<double>(st.idle.total).count());
+    metric("idle/learner", 1.0 - static_cast<double>(st.idle.learner_busy.count()) / total);
+    metric("idle/rollout", 1.0 - static_cast<double>(st.idle.rollout_busy.count()) / total);
+  }
+  st.idle = {st.idle.last_tick, {}, {}, {}};
   w.write.runs.push_back(run_record(st));
   st.phase = StepPhase::kRecording;
   add_write(self, std::move(w));
@@ -319,8 +332,22 @@ caf::typed_response_promise<SubmitReply> on_submit(Self self, TrajectorySubmissi
   return promise;
 }
 
+void sample_idle(Self self) {
+  auto& st = self->state;
+  const auto now = self->clock().now();
+  if (st.idle.last_tick && !st.finished()) {
+    const auto dt = now - *st.idle.last_tick;
+    st.idle.total += dt;
+    if (st.phase == StepPhase::kTraining || st.phase == StepPhase::kCheckpointing)
+      st.idle.learner_busy += dt;
+    if (st.ledger->counts().of(EpisodePhase::kInFlight) > 0) st.idle.rollout_busy += dt;
+  }
+  st.idle.last_tick = now;
+}
+
 void on_tick(Self self) {
   auto& st = self->state;
+  sample_idle(self);
   for (const Membership::Change& c : st.membership->check(self->clock().now())) {
     if (c.health != MemberHealth::kLost) {
       log_warn("coordinator: " + std::string(to_string(c.role)) + " " + c.id.value() +

@@ -49,6 +49,39 @@ TEST_F(CoordinatorActorTest, WorkIsHandedOutUnderTheBound) {
             (std::vector<EpisodeId>{a.assignment.episode_id, b.assignment.episode_id}));
 }
 
+// Idle shares per step, sampled on the 1 s ticks: 3 s with episodes in flight and no step,
+// then 2 s of a step with nothing in flight: the step records learner idle 3/5, rollout 2/5.
+// (The first learner holds the step and dies; the second answers at once.)
+TEST_F(CoordinatorActorTest, EachStepRecordsTheIdleShareOfLearnerAndRollout) {
+  start(options(2, 0));
+  auto tick = [&] {
+    sched_->advance_time(1s);
+    sched_->run();
+  };
+  tick();  // the first tick only starts the clock
+  Assignment a = ask("w1").assignment, b = ask("w2").assignment;
+  for (int i = 0; i < 3; ++i) tick();
+  EXPECT_EQ(submit("w1", a).status, SubmitStatus::kAcknowledged);
+  EXPECT_EQ(submit("w2", b).status, SubmitStatus::kAcknowledged);
+  LearnerLog holding;  // takes the step and never answers; then dies, and another learner does it
+  holding.hold = true;
+  learner_peer first = attach_learner(&holding);
+  for (int i = 0; i < 2; ++i) tick();
+  ASSERT_EQ(holding.held.size(), 1u);
+  caf::anon_send_exit(first, caf::exit_reason::kill);
+  sched_->run();
+  LearnerLog log;
+  attach_learner(&log);
+  ASSERT_EQ(log.steps.size(), 1u);
+  store_.complete_all();
+  sched_->run();
+  std::map<std::string, double> m;
+  for (const MetricRecord& r : store_.metrics) m[r.name] = r.value;
+  EXPECT_DOUBLE_EQ(m.at("coordinator/window_seconds"), 5.0);
+  EXPECT_DOUBLE_EQ(m.at("idle/learner"), 0.6);
+  EXPECT_DOUBLE_EQ(m.at("idle/rollout"), 0.4);
+}
+
 // Interleaving: submit -> the store has not called back -> no reply; the callback -> the reply.
 TEST_F(CoordinatorActorTest, TrajectoryIsAcknowledgedOnlyAfterTheStoresCallback) {
   start(options(2, 1));
