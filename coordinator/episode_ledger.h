@@ -21,10 +21,11 @@
 //   acknowledged, repeats are kDuplicate (acknowledged again, idempotent); an older attempt is
 //   kSuperseded; an id the ledger never dispatched (or already settled and forgotten) is kUnknown.
 // - Batches: the acknowledged episodes of the stage, oldest first by (dispatch version, order of
-//   acknowledgement), listed in mint order (the order the learner trains them in). Before a batch is formed, every acknowledged episode whose staleness
-//   (current version - dispatch version) exceeds S is marked stale and dropped from the bound.
-//   With S = 0 every trained episode was dispatched at the version it is trained from
-//   (synchronous PPO). Each trained episode records its staleness.
+//   acknowledgement), listed in mint order (the order the learner trains them in). Before a batch
+//   is formed, every acknowledged episode whose staleness (current version - dispatch version)
+//   exceeds S is marked stale and dropped from the bound. With S = 0 every trained episode was
+//   dispatched at the version it is trained from (synchronous PPO). Each trained episode records
+//   its staleness.
 // - Invariants (tested): no episode is trained twice; every minted episode is in exactly one
 //   phase, so trained + stale + orphaned + waiting + training + in flight = minted - queued;
 //   accepted + running <= (S + version + 1) * batch after every dispatch.
