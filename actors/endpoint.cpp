@@ -1,6 +1,17 @@
 #include "actors/endpoint.h"
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <strings.h>
+#include <sys/socket.h>
+
 #include <cctype>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <thread>
 
 namespace cuda_agent {
 namespace {
@@ -45,6 +56,25 @@ std::string tcp_problem(std::string_view rest, EndpointUse use) {
   return "";
 }
 
+// One getaddrinfo call, shared by the thread that makes it and the caller that waits for it (the
+// caller may give up first).
+struct Lookup {
+  std::mutex mutex;
+  std::condition_variable answered;
+  bool done = false;
+  std::string failure;  // empty: the host resolved
+};
+
+// An address ZeroMQ uses as it is, or a name that never goes to the resolver.
+bool needs_no_lookup(const std::string& host) {
+  unsigned char address[sizeof(in6_addr)];
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+    return ::inet_pton(AF_INET6, host.substr(1, host.size() - 2).c_str(), address) == 1;
+  }
+  return ::inet_pton(AF_INET, host.c_str(), address) == 1 ||
+         ::strcasecmp(host.c_str(), "localhost") == 0 || host == "*";
+}
+
 }  // namespace
 
 std::string endpoint_problem(std::string_view endpoint, EndpointUse use) {
@@ -72,6 +102,45 @@ Status validate_endpoint(std::string_view endpoint, EndpointUse use) {
   std::string problem = endpoint_problem(endpoint, use);
   if (problem.empty()) return Status();
   return make_error(ErrorCategory::kInvalidInput, "endpoint.invalid", std::move(problem));
+}
+
+Status resolve_endpoint_host(std::string_view endpoint, std::chrono::milliseconds timeout) {
+  constexpr std::string_view kTcp = "tcp://";
+  if (endpoint.substr(0, kTcp.size()) != kTcp) return Status();
+  const std::string_view rest = endpoint.substr(kTcp.size());
+  const std::size_t colon = rest.rfind(':');
+  if (colon == std::string_view::npos || colon == 0) return Status();
+  const std::string host(rest.substr(0, colon));
+  if (needs_no_lookup(host)) return Status();
+
+  auto lookup = std::make_shared<Lookup>();
+  std::thread([lookup, host] {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* found = nullptr;
+    const int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &found);
+    std::string failure;
+    if (rc == EAI_SYSTEM) {
+      failure = std::strerror(errno);
+    } else if (rc != 0) {
+      failure = ::gai_strerror(rc);
+    }
+    if (found) ::freeaddrinfo(found);
+    std::lock_guard lock(lookup->mutex);
+    lookup->done = true;
+    lookup->failure = std::move(failure);
+    lookup->answered.notify_all();
+  }).detach();
+
+  std::unique_lock lock(lookup->mutex);
+  const bool answered = lookup->answered.wait_for(lock, timeout, [&] { return lookup->done; });
+  if (answered && lookup->failure.empty()) return Status();
+  return make_error(ErrorCategory::kUnavailable, "pool.host_unresolvable",
+                    "cannot resolve host " + host + " in " + std::string(endpoint) + ": " +
+                        (answered ? lookup->failure
+                                  : "the resolver gave no answer within " +
+                                        std::to_string(timeout.count()) + " ms"));
 }
 
 }  // namespace cuda_agent

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <thread>
 
+#include "actors/endpoint.h"
 #include "core/log.h"
 
 namespace cuda_agent {
@@ -151,11 +152,14 @@ Status PoolClient::Impl::start() {
     return make_error(ErrorCategory::kInvalidInput, "pool.options", "broker_endpoint is empty");
   }
   if (options_.heartbeat_interval_ms < 1 || options_.heartbeat_timeout_ms < 1 ||
-      options_.reconnect_timeout_ms < 1 || options_.heartbeat_timeout_ms > 6'553'500) {
+      options_.reconnect_timeout_ms < 1 || options_.heartbeat_timeout_ms > 6'553'500 ||
+      options_.resolve_timeout_ms < 0) {
     return make_error(ErrorCategory::kInvalidInput, "pool.options",
                       "heartbeat_interval_ms, heartbeat_timeout_ms (at most 6553500) and "
-                      "reconnect_timeout_ms must be >= 1");
+                      "reconnect_timeout_ms must be >= 1, resolve_timeout_ms >= 0");
   }
+  RETURN_IF_ERROR(resolve_endpoint_host(options_.broker_endpoint,
+                                        std::chrono::milliseconds(options_.resolve_timeout_ms)));
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (wake_fd_ < 0) {
     return make_error(ErrorCategory::kIo, "pool.eventfd", "cannot create the client's eventfd");

@@ -22,6 +22,8 @@
 //    reconnect_timeout_ms (counted from the later of the request's submission and the loss of
 //    the connection): then they fail with "pool.broker_unreachable" ("broker at ENDPOINT not
 //    answering", category unavailable) instead of waiting out their deadline;
+//  - a broker host that does not resolve fails connect() at once with "pool.host_unresolvable"
+//    ("cannot resolve host HOST in ENDPOINT"), not every request after reconnect_timeout_ms;
 //  - a broker that refuses the handshake (a CURVE key it does not allow, a wrong server key, one
 //    side without CURVE) fails every waiting and later request at once with "pool.auth_failed"
 //    ("authentication failed for ENDPOINT: ...", category unavailable). ZeroMQ does not retry a
@@ -95,12 +97,19 @@ struct PoolClientOptions {
   /// "pool.broker_unreachable": long enough to ride out a broker restart, short against a
   /// compile's deadline. Default: 15000 ms.
   std::int64_t reconnect_timeout_ms = 15'000;
+  /// How long connect() waits for the resolver to find the broker's host (no lookup for an IP
+  /// address or localhost: actors/endpoint.h). A host that does not resolve, or no answer in
+  /// time, fails connect() with "pool.host_unresolvable" ("cannot resolve host HOST in
+  /// ENDPOINT"), instead of requests that wait reconnect_timeout_ms for a broker the socket can
+  /// never reach. Default: 5000 ms.
+  std::int64_t resolve_timeout_ms = 5'000;
 };
 
 class PoolClient {
  public:
   /// Creates the socket and io thread and connects (asynchronously: it does not wait for the
-  /// broker). Fails on bad options (an empty endpoint, a duration < 1 ms, malformed keys).
+  /// broker). Fails on bad options (an empty endpoint, a duration < 1 ms, malformed keys) and on
+  /// a broker host that does not resolve ("pool.host_unresolvable").
   static Expected<std::unique_ptr<PoolClient>> connect(const PoolClientOptions& options);
   ~PoolClient();
   PoolClient(const PoolClient&) = delete;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <future>
 #include <thread>
 
@@ -151,6 +152,23 @@ TEST(PoolClient, CloseAnswersABlockedCaller) {
   PoolOutcome o = outcome.get();
   ASSERT_FALSE(o.result);
   EXPECT_EQ(o.result.error().code, "pool.client_closed");
+}
+
+// Covers: a broker endpoint whose host does not resolve (issue 27 item 3). ZeroMQ would accept it
+// and try in the background forever, so every request waited out reconnect_timeout_ms and failed
+// as "broker not answering"; connect() now fails at once with an error of its own, naming the
+// host and the endpoint.
+TEST(PoolClient, ABrokerHostThatDoesNotResolveFailsConnect) {
+  (void)setup_logging({.level = "error"});
+  const std::string endpoint = "tcp://no-such-host.invalid:17552";
+  const auto start = std::chrono::steady_clock::now();
+  auto client = PoolClient::connect({.broker_endpoint = endpoint});
+  ASSERT_FALSE(client) << "connected to a host that does not exist";
+  EXPECT_EQ(client.error().code, "pool.host_unresolvable");
+  EXPECT_NE(client.error().message.find("cannot resolve host no-such-host.invalid in " + endpoint),
+            std::string::npos)
+      << client.error().message;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <thread>
 
+#include "actors/endpoint.h"
 #include "core/log.h"
 #include "messages/pool_codec.h"
 
@@ -107,11 +108,13 @@ Status PoolWorker::Impl::start() {
     return make_error(ErrorCategory::kInvalidInput, "pool.options", "broker_endpoint is empty");
   }
   if (options_.slots < 1 || options_.prefetch < 0 || options_.heartbeat_interval_ms < 1 ||
-      options_.broker_timeout_ms < 1) {
+      options_.broker_timeout_ms < 1 || options_.resolve_timeout_ms < 0) {
     return make_error(ErrorCategory::kInvalidInput, "pool.options",
                       "slots, heartbeat_interval_ms and broker_timeout_ms must be >= 1, "
-                      "prefetch >= 0");
+                      "prefetch and resolve_timeout_ms >= 0");
   }
+  RETURN_IF_ERROR(resolve_endpoint_host(options_.broker_endpoint,
+                                        std::chrono::milliseconds(options_.resolve_timeout_ms)));
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (wake_fd_ < 0) {
     return make_error(ErrorCategory::kIo, "pool.eventfd", "cannot create the worker's eventfd");
@@ -289,12 +292,15 @@ void PoolWorker::Impl::watch_connection() {
         lost_connection_ = false;
         break;
       case ConnectionMonitor::Change::kDown: lost_connection_ = true; break;
-      case ConnectionMonitor::Change::kRefused:
-        if (refusal_.code.empty()) {
-          log_error(monitor_.refusal(), {{"worker", options_.worker_id.value()}});
-        }
+      case ConnectionMonitor::Change::kRefused: {
+        const bool first = refusal_.code.empty();
         refusal_ = monitor_.refusal();
+        if (first) {
+          log_error(refusal_, {{"worker", options_.worker_id.value()}});
+          if (options_.on_refusal) options_.on_refusal(refusal_);
+        }
         break;
+      }
     }
   }
 }

@@ -13,8 +13,10 @@
 // connection after a lost one (the socket monitor sees both) is announced on at once too.
 // A broker that refuses the worker's handshake (its CURVE key is not on the allow-list, a wrong
 // server key, one side without CURVE) is logged at once, once, as "authentication failed for
-// ENDPOINT: ..." (refusal() returns it), instead of a "broker silent" line every
-// broker_timeout_ms; the worker keeps trying quietly with a new socket every broker_timeout_ms.
+// ENDPOINT: ..." (refusal() returns it, on_refusal hears of it), instead of a "broker silent"
+// line every broker_timeout_ms; the worker keeps trying quietly with a new socket every
+// broker_timeout_ms. A broker host that does not resolve fails start() with
+// "pool.host_unresolvable" ("cannot resolve host HOST in ENDPOINT").
 //
 // Threading: slots + 1 threads share the DEALER socket under one mutex (leader/follower). One of
 // them, the leader, watches the socket and sends heartbeats (so a long handler never delays one);
@@ -78,11 +80,21 @@ struct PoolWorkerOptions {
   std::int64_t max_payload_bytes = 64ll << 20;
   /// CURVE keys when the broker is secured; nullopt: plain TCP.
   std::optional<CurveClientKeys> curve;
+  /// How long start() waits for the resolver to find the broker's host (no lookup for an IP
+  /// address or localhost: actors/endpoint.h). Default: 5000 ms.
+  std::int64_t resolve_timeout_ms = 5'000;
+  /// Called when the broker refuses the worker's handshake, once per streak of refusals (the
+  /// error refusal() returns: "pool.auth_failed", or "pool.handshake_failed"), on the worker's
+  /// leader thread with the worker's lock held: it must return quickly and must not call into
+  /// the worker. A worker process ends itself from here (`cuda-agent serve compile-worker` exits
+  /// 3: a restart with the same key is refused again). Default: none (the worker keeps trying).
+  std::function<void(const Error&)> on_refusal;
 };
 
 class PoolWorker {
  public:
-  /// Starts the socket and handler threads and announces the worker. Fails on bad options.
+  /// Starts the socket and handler threads and announces the worker. Fails on bad options and on
+  /// a broker host that does not resolve.
   static Expected<std::unique_ptr<PoolWorker>> start(const PoolWorkerOptions& options,
                                                      PoolHandler handler);
   ~PoolWorker();

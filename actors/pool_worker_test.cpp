@@ -203,5 +203,20 @@ TEST(PoolBytes, SendsAReceivedFrameWithoutACopy) {
   EXPECT_TRUE(PoolBytes().empty());
 }
 
+// Covers: a worker given a broker whose host does not resolve (issue 27 item 3) fails start()
+// with "pool.host_unresolvable" naming the host, instead of running and reconnecting forever.
+TEST(PoolWorker, ABrokerHostThatDoesNotResolveFailsStart) {
+  (void)setup_logging({.level = "error"});
+  PoolWorkerOptions options;
+  options.broker_endpoint = "tcp://no-such-host.invalid:17552";
+  auto worker = PoolWorker::start(
+      options, [](const WorkItem&) -> Expected<std::string> { return std::string("never"); });
+  ASSERT_FALSE(worker) << "started against a host that does not exist";
+  EXPECT_EQ(worker.error().code, "pool.host_unresolvable");
+  EXPECT_NE(worker.error().message.find("cannot resolve host no-such-host.invalid"),
+            std::string::npos)
+      << worker.error().message;
+}
+
 }  // namespace
 }  // namespace cuda_agent

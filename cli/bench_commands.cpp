@@ -5,6 +5,8 @@
 //
 // `cuda-agent serve bench-pool` (the broker) and `cuda-agent serve bench-worker --gpu N` (one per
 // GPU, tagged with its model) run the same evaluation for remote clients (gpu_bench/bench_pool.h).
+// A bench worker whose key the pool refuses prints "authentication failed for ADDR: ..." and exits
+// 3 (not restarted by a supervisor).
 //
 // Exit codes: 0 the solution is correct (reward tier +1 or better); 1 it failed a check or a
 // policy rule, or the evaluation could not run (no GPU, a crash, a timeout); 2 bad input or a
@@ -245,6 +247,7 @@ void add_bench_commands(CLI::App& app, CommandResult& result) {
   worker->add_option("--id", worker_args->id, "worker id (default: <host>-<pid>-gpu<N>)");
   worker->callback([worker_args, &result] {
     StopSignals signals;
+    StopOnRefusal refused;  // outlives the worker below
     BenchServiceOptions bo;
     auto m = load_manifest_or_default(worker_args->manifest);
     auto curve = m ? client_curve(*m) : Expected<std::optional<CurveClientKeys>>(m.error());
@@ -283,6 +286,7 @@ void add_bench_commands(CLI::App& app, CommandResult& result) {
     wo.tags = bench_worker_tags(*device);
     wo.curve = *curve;
     wo.slots = 1;  // the GPU is owned exclusively
+    wo.on_refusal = refused.callback();
     auto w = PoolWorker::start(wo, bench_handler(std::move(*service)));
     if (!w) {
       result.exit_code = report(w.error());
@@ -292,9 +296,15 @@ void add_bench_commands(CLI::App& app, CommandResult& result) {
                 (*w)->worker_id().value().c_str(), static_cast<long long>(worker_args->gpu),
                 device->name.c_str(), wo.broker_endpoint.c_str());
     std::fflush(stdout);
-    int sig = signals.wait();
-    log_info("bench worker stopping", {{"signal", std::to_string(sig)}});
+    const int sig = signals.wait();
+    const Error refusal = refused.refusal();
+    if (refusal.code.empty()) log_info("bench worker stopping", {{"signal", std::to_string(sig)}});
     (*w)->stop();
+    if (!refusal.code.empty()) {
+      // "authentication failed for ENDPOINT: ...": the same key is refused after a restart too.
+      (void)report(refusal);
+      result.exit_code = kFinalExitCode;
+    }
   });
 }
 

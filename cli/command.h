@@ -3,7 +3,9 @@
 // exit code in CommandResult; nothing below main calls exit().
 //
 // Exit codes: 0 success; 1 the job ran and failed (a GPU health check failed, ...); 2 bad input
-// (malformed manifest, unknown flag, missing file).
+// (malformed manifest, unknown flag, missing file); 3 (kFinalExitCode, cli/stop_signals.h) a
+// failure a restart cannot fix (a run that cannot go on, a pool worker whose key is refused):
+// supervisors give such a process up instead of restarting it.
 #pragma once
 
 #include <CLI/CLI.hpp>

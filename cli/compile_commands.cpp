@@ -6,12 +6,18 @@
 // [security] when it names them; default: an embedded farm in this process) and prints the
 // report; with --store it also keeps the artifact in the run store, content-addressed. A farm
 // that refuses the keys fails at once ("authentication failed for ADDR"), one that is not there
-// after the client's reconnect timeout ("broker at ADDR not answering"). Exit codes: 0 built, 1
-// refused by policy or the farm failed, 2 the solution does not compile or the input is bad.
+// after the client's reconnect timeout ("broker at ADDR not answering"), one whose host does not
+// resolve at once ("cannot resolve host HOST in ADDR"). Exit codes: 0 built, 1 refused by policy
+// or the farm failed, 2 the solution does not compile or the input is bad.
+//
+// `serve compile-worker` runs until SIGINT or SIGTERM (exit 0), or until the farm refuses its key:
+// then it prints "authentication failed for ADDR: ..." and exits 3, which tells a supervisor not
+// to restart it (cluster/local_processes.h).
 #include <signal.h>
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -184,10 +190,19 @@ void add_compile_commands(CLI::App& app, CommandResult& result) {
       ->check(CLI::Range(10, 60'000));
   worker->callback([worker_args, &result] {
     StopSignals signals;
+    StopOnRefusal refused;  // outlives the worker below
     auto m = load_manifest_or_default(worker_args->manifest);
     auto curve = m ? client_curve(*m) : Expected<std::optional<CurveClientKeys>>(m.error());
     if (!curve) {
       result.exit_code = report(curve.error());
+      return;
+    }
+    // A farm host that does not resolve fails now, before the toolchain probe.
+    PoolWorkerOptions wo;
+    if (Status s = resolve_endpoint_host(worker_args->connect,
+                                         std::chrono::milliseconds(wo.resolve_timeout_ms));
+        !s) {
+      result.exit_code = report(s.error());
       return;
     }
     // Without --manifest, the built-in defaults of [compile], as before.
@@ -205,11 +220,11 @@ void add_compile_commands(CLI::App& app, CommandResult& result) {
       return;
     }
     std::shared_ptr<CompileService> shared = std::move(*service);
-    PoolWorkerOptions wo;
     wo.broker_endpoint = worker_args->connect;
     wo.worker_id = WorkerId{worker_args->id};
     wo.heartbeat_interval_ms = worker_args->heartbeat_ms;
     wo.curve = *curve;
+    wo.on_refusal = refused.callback();
     std::int64_t jobs = worker_args->jobs > 0 ? worker_args->jobs : options.jobs_per_worker;
     wo.slots = jobs > 0 ? jobs : std::max(1u, std::thread::hardware_concurrency());
     auto w = PoolWorker::start(wo, compile_handler(shared));
@@ -221,9 +236,16 @@ void add_compile_commands(CLI::App& app, CommandResult& result) {
                 (*w)->worker_id().value().c_str(), static_cast<long long>(wo.slots),
                 wo.broker_endpoint.c_str());
     std::fflush(stdout);
-    int sig = signals.wait();
-    log_info("compile worker stopping", {{"signal", std::to_string(sig)}});
+    const int sig = signals.wait();
+    const Error refusal = refused.refusal();
+    if (refusal.code.empty())
+      log_info("compile worker stopping", {{"signal", std::to_string(sig)}});
     (*w)->stop();
+    if (!refusal.code.empty()) {
+      // "authentication failed for ENDPOINT: ...": the same key is refused after a restart too.
+      (void)report(refusal);
+      result.exit_code = kFinalExitCode;
+    }
   });
 
   auto get_args = std::make_shared<std::array<std::string, 3>>();

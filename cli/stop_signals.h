@@ -1,8 +1,16 @@
 // Long-lived `serve` roles run until SIGINT or SIGTERM: construct StopSignals first (before any
-// thread starts, so every thread inherits the blocked mask), then wait().
+// thread starts, so every thread inherits the blocked mask), then wait(). A pool worker role also
+// ends when its broker refuses its key: StopOnRefusal turns the refusal into a SIGTERM that
+// wait() takes, and says afterwards that this was why.
 #pragma once
 
 #include <signal.h>
+#include <unistd.h>
+
+#include <functional>
+#include <mutex>
+
+#include "core/error.h"
 
 namespace cuda_agent::cli {
 
@@ -20,6 +28,37 @@ struct StopSignals {
     sigwait(&set, &sig);
     return sig;
   }
+};
+
+/// The exit status of a `serve` role that a restart cannot help (its key is refused): the
+/// supervisor of cluster/local_processes.h gives such a child up at once (fatal_exit_code).
+inline constexpr int kFinalExitCode = 3;
+
+/// For PoolWorkerOptions::on_refusal: keeps the first refusal and sends SIGTERM to this process,
+/// which StopSignals::wait() takes (it stays pending until then, so a refusal that comes before
+/// the wait is not missed). Must outlive the worker it is given to.
+///
+/// Threading: callback() runs on the worker's thread; refusal() on any.
+class StopOnRefusal {
+ public:
+  std::function<void(const Error&)> callback() {
+    return [this](const Error& refused) {
+      {
+        std::lock_guard lock(mutex_);
+        if (refusal_.code.empty()) refusal_ = refused;
+      }
+      ::kill(::getpid(), SIGTERM);
+    };
+  }
+  /// Why the broker refused the worker; an empty code when it did not.
+  Error refusal() const {
+    std::lock_guard lock(mutex_);
+    return refusal_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  Error refusal_;
 };
 
 }  // namespace cuda_agent::cli

@@ -241,16 +241,20 @@ TEST(Sandbox, TheWholeGroupDiesWithTheProcessThatStartedIt) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   ASSERT_GT(group, 0) << "the helper did not start its sandboxed group";
+  // The `mv` that wrote the file may still be exiting: wait (bounded) for the three that stay.
+  const auto settled_by = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (live_members_of_group(group) != 3 && std::chrono::steady_clock::now() < settled_by)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_EQ(live_members_of_group(group), 3) << "the shell and its two sleeps";
 
   ASSERT_EQ(::kill(helper, SIGKILL), 0);
   int status = 0;
   ASSERT_EQ(::waitpid(helper, &status, 0), helper);
-  const auto gone_by = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  const auto gone_by = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   while (live_members_of_group(group) > 0 && std::chrono::steady_clock::now() < gone_by)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_EQ(live_members_of_group(group), 0)
-      << "processes of the killed helper's sandboxed group outlived it by 2 s";
+      << "processes of the killed helper's sandboxed group outlived it by 5 s";
   ::kill(-group, SIGKILL);  // whatever the failure left behind
   fs::remove(file);
 }

@@ -4,9 +4,13 @@
 // under `timeout` (a broker that starts listening instead of refusing ends as 124, a failure).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
+#include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 namespace {
@@ -54,6 +58,28 @@ TEST(CliInput, EndpointWithoutTransportSaysSo) {
   r = run("serve rollout-worker --compile-farm tcp://coordinator:55x1");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(has(r, "port '55x1'")) << r.output;
+}
+
+// Issue 27 item 3: a farm whose host does not resolve is named at once, by `compile --farm` and by
+// `serve compile-worker`, instead of "broker not answering" after the 15 s reconnect timeout (or,
+// for the worker, running and reconnecting forever: `timeout` ends it as 124, a failure).
+TEST(CliInput, AFarmHostThatDoesNotResolveIsNamedAtOnce) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("cli_input_test-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir / "kernels");
+  std::ofstream(dir / "kernels/k.cu") << "__global__ void k() {}\n";
+  const std::string farm = "tcp://no-such-host.invalid:17552";
+  for (const std::string args :
+       {"compile " + dir.string() + " --farm " + farm, "serve compile-worker --connect " + farm}) {
+    const auto start = std::chrono::steady_clock::now();
+    Cli r = run(args);
+    const auto took = std::chrono::steady_clock::now() - start;
+    EXPECT_EQ(r.exit_code, 1) << args << ": " << r.output;
+    EXPECT_TRUE(has(r, "cannot resolve host no-such-host.invalid in " + farm)) << r.output;
+    EXPECT_TRUE(has(r, "pool.host_unresolvable")) << r.output;
+    EXPECT_LT(took, std::chrono::seconds(10)) << args;
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST(CliInput, NegativeTimeoutsAndJobsAreRefused) {

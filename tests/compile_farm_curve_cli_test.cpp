@@ -2,7 +2,8 @@
 // user does: the broker (real, with the run's client key as its only allowed one) and a compile
 // worker stand-in live in the test process; the CLI is a child process. With --manifest naming the
 // run's keys the build comes back; with a key the farm does not allow, or none, the CLI fails
-// within seconds with "authentication failed for ADDR" instead of waiting out --timeout-ms.
+// within seconds with "authentication failed for ADDR" instead of waiting out --timeout-ms; a
+// `serve compile-worker` whose key is refused exits 3 with the same message.
 //
 // The worker stand-in answers every request with a fixed CompileReply (no nvcc): what is under
 // test is the path between the CLI and the farm.
@@ -61,11 +62,12 @@ class CompileFarmCurveCli : public ::testing::Test {
     root_ = fs::temp_directory_path() / ("compile_farm_curve_cli_test-" + std::to_string(rd()) +
                                          "-" + std::to_string(::getpid()));
     fs::create_directories(root_ / "keys");
-    for (const char* name : {"server", "client", "stranger"}) {
+    for (const char* name : {"server", "client", "stranger", "impostor"}) {
       ASSERT_TRUE(write_curve_key_files(must(generate_curve_keypair()), root_ / "keys", name));
     }
     write_manifest("run.toml", "client");
     write_manifest("stranger.toml", "stranger");
+    write_manifest("impostor.toml", "client", "impostor");  // another farm's keys: the wrong server
     fs::create_directories(root_ / "sol/kernels");
     std::ofstream(root_ / "sol/kernels/k.cu") << "__global__ void k() {}\n";
 
@@ -98,12 +100,14 @@ class CompileFarmCurveCli : public ::testing::Test {
     fs::remove_all(root_, ec);
   }
 
-  void write_manifest(const std::string& file, const std::string& client_key) {
+  void write_manifest(const std::string& file, const std::string& client_key,
+                      const std::string& server_key = "server") {
     std::ofstream(root_ / file) << "[run]\nname = \"curve-test\"\n\n[security]\n"
-                                << "server_secret_key_file = \"keys/server.key_secret\"\n"
+                                << "server_secret_key_file = \"keys/" << server_key
+                                << ".key_secret\"\n"
                                 << "client_secret_key_file = \"keys/" << client_key
                                 << ".key_secret\"\n"
-                                << "server_public_key_file = \"keys/server.key\"\n\n"
+                                << "server_public_key_file = \"keys/" << server_key << ".key\"\n\n"
                                 << "[[nodes]]\nhost = \"localhost\"\ngpus = 0\n"
                                 << "roles = [\"coordinator\", \"compile\"]\n";
   }
@@ -147,6 +151,32 @@ TEST_F(CompileFarmCurveCli, ARefusedKeyFailsAtOnceNamingTheFarm) {
                 static_cast<long long>(r.wall_ms));
   }
   EXPECT_EQ(builds_.load(), 0);
+}
+
+// Covers: `serve compile-worker` with a client key the farm does not allow (its ZAP handler says
+// no) and with a wrong server public key (the farm drops the handshake): the worker prints
+// "authentication failed for ADDR" and exits 3 (final: a supervisor does not restart it) within
+// seconds, instead of running on and logging "broker silent; reconnecting" forever. The worker
+// probes the CUDA toolkit before it connects, so this needs one.
+TEST_F(CompileFarmCurveCli, ARefusedWorkerExitsThreeNamingTheFarm) {
+  if (!fs::exists("/usr/local/cuda/bin/nvcc")) GTEST_SKIP() << "no CUDA toolkit";
+  for (const std::string manifest : {"stranger.toml", "impostor.toml"}) {
+    const CliRun r = run_cli("serve compile-worker --connect " + broker_->worker_endpoint() +
+                             " --jobs 1 --cache-dir " + (root_ / "cache").string() +
+                             " --manifest " + (root_ / manifest).string());
+    EXPECT_EQ(r.exit_code, 3) << manifest << ": " << r.output;
+    EXPECT_NE(r.output.find("authentication failed for " + broker_->worker_endpoint()),
+              std::string::npos)
+        << manifest << ": " << r.output;
+    EXPECT_NE(r.output.find("pool.auth_failed"), std::string::npos) << r.output;
+    // Process start-up and the toolchain probe included; the refusal itself takes milliseconds.
+    EXPECT_LT(r.wall_ms, 15000) << manifest << ": " << r.output;
+    std::printf("[ refused worker ] %s: exited %d after %lld ms\n", manifest.c_str(), r.exit_code,
+                static_cast<long long>(r.wall_ms));
+  }
+  auto s = broker_->stats();
+  ASSERT_TRUE(s) << s.error().to_string();
+  EXPECT_EQ(s->workers.size(), 1u) << "only the test's own worker may have registered";
 }
 
 }  // namespace

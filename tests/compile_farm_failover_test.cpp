@@ -21,6 +21,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "tests/compile_worker_fixture.h"
+#include "tests/scale_kernel.h"
 
 namespace cuda_agent {
 namespace {
@@ -35,17 +36,8 @@ CompileRequest job(const std::string& nonce, int n) {
   r.header.run_id = RunId{"compile-farm-failover-test"};
   r.header.deadline_unix_ms = now_unix_ms() + 240'000;
   r.target_arch = "sm_90";
-  r.files = {{"kernels/k.cu", "// job " + nonce + " " + std::to_string(n) + R"(
-#include <cuda_runtime.h>
-__global__ void scale(const float* x, float* y, long long n) {
-  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-  if (i < n) y[i] = )" + std::to_string(n + 2) +
-                                  R"(.f * x[i];
-}
-extern "C" void scale_launch(const float* x, float* y, long long n, cudaStream_t s) {
-  scale<<<(unsigned)((n + 255) / 256), 256, 0, s>>>(x, y, n);
-}
-)"},
+  r.files = {{"kernels/k.cu", testing::scale_kernel_source(std::to_string(n + 2),
+                                                          "job " + nonce + " " + std::to_string(n))},
              {"model_new.py", "import kernels\n"}};
   return r;
 }

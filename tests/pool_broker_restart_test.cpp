@@ -121,8 +121,8 @@ struct WorkerTiming {
   std::int64_t broker_timeout_ms;
 };
 constexpr WorkerTiming kFastWorkers{20, 250};
-constexpr WorkerTiming kDefaultWorkers{PoolWorkerOptions{}.heartbeat_interval_ms,
-                                       PoolWorkerOptions{}.broker_timeout_ms};
+const WorkerTiming kDefaultWorkers{PoolWorkerOptions{}.heartbeat_interval_ms,
+                                   PoolWorkerOptions{}.broker_timeout_ms};
 
 class Workers {
  public:

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <mutex>
+#include <vector>
 
 #include "actors/curve_keys.h"
 #include "tests/pool_test_util.h"
@@ -121,6 +123,48 @@ TEST(PoolCurve, ARefusedClientFailsEveryLaterRequestAtOnce) {
   EXPECT_EQ(stats.error().code, "pool.auth_failed");
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
   EXPECT_EQ(stats_of(*broker).submitted, 0u);
+}
+
+// Covers: a worker whose key is refused, and refused again on every new socket it tries (one each
+// broker_timeout_ms): on_refusal hears of it once, with the refusal, so a process can end itself
+// on the first one (`cuda-agent serve compile-worker` exits 3) and is not told once per attempt.
+TEST(PoolCurve, ARefusedWorkerIsToldOnce) {
+  quiet_logs();
+  const CurveKeyPair server = must(generate_curve_keypair());
+  const CurveKeyPair allowed = must(generate_curve_keypair());
+  auto options = fast_broker();
+  options.curve = CurveServerKeys{server, {allowed.public_z85}};
+  auto broker = must(WorkPoolBroker::start(options));
+  std::mutex mutex;
+  std::vector<Error> told;
+  auto worker_options = fast_worker(*broker, "rogue");
+  worker_options.curve = CurveClientKeys{server.public_z85, must(generate_curve_keypair())};
+  worker_options.on_refusal = [&](const Error& e) {
+    std::lock_guard lock(mutex);
+    told.push_back(e);
+  };
+  auto worker =
+      must(PoolWorker::start(worker_options, [](const WorkItem&) -> Expected<std::string> {
+        return std::string("never");
+      }));
+  auto told_count = [&] {
+    std::lock_guard lock(mutex);
+    return told.size();
+  };
+  ASSERT_TRUE(eventually([&] { return told_count() == 1; }, std::chrono::seconds(2)));
+  // Three more sockets, each refused in turn.
+  const std::uint64_t tried = worker->announcements();
+  ASSERT_TRUE(
+      eventually([&] { return worker->announcements() >= tried + 3; }, std::chrono::seconds(5)));
+  ASSERT_TRUE(eventually([&] { return worker->refusal().code == "pool.auth_failed"; },
+                         std::chrono::seconds(2)));
+  worker->stop();
+  std::lock_guard lock(mutex);
+  ASSERT_EQ(told.size(), 1u);
+  EXPECT_EQ(told[0].code, "pool.auth_failed");
+  EXPECT_NE(told[0].message.find("authentication failed for " + broker->worker_endpoint()),
+            std::string::npos)
+      << told[0].message;
 }
 
 TEST(PoolCurve, CurveNeedsAnAllowList) {

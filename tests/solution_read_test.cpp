@@ -17,6 +17,7 @@
 #include <string>
 
 #include "compile_farm/source_checks.h"
+#include "tests/scale_kernel.h"
 
 namespace cuda_agent {
 namespace {
@@ -48,15 +49,7 @@ Cli run_cli(const std::string& args) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
-constexpr const char* kKernel = R"(#include <cuda_runtime.h>
-__global__ void scale(const float* x, float* y, long long n) {
-  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-  if (i < n) y[i] = 2.f * x[i];
-}
-extern "C" void scale_launch(const float* x, float* y, long long n, cudaStream_t s) {
-  scale<<<(unsigned)((n + 255) / 256), 256, 0, s>>>(x, y, n);
-}
-)";
+const std::string kKernel = testing::scale_kernel_source("2");
 
 class SolutionReadTest : public ::testing::Test {
  protected:
