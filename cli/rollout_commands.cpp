@@ -211,18 +211,24 @@ Expected<WorkerSetup> set_up(const ServeRolloutArgs& a) {
 }
 
 // One attempt at an episode of `task`: a fresh policy (a replay starts over), the tools of the
-// run's reward, the budgets and sampling settings of [rollout].
-Expected<PreparedEpisode> prepare_episode(const WorkerSetup& w, const Task& task) {
+// run's reward, the budgets and sampling settings of [rollout]. `request_key` names the attempt
+// (episode_request_key) so its compile and bench requests have derived ids: a rerun of it that
+// sends the same code is answered from the brokers' caches; empty: fresh ids.
+Expected<PreparedEpisode> prepare_episode(const WorkerSetup& w, const Task& task,
+                                          const std::string& request_key = "") {
   const RolloutOptions& o = w.m.rollout;
   ASSIGN_OR_RETURN(std::unique_ptr<PolicyBackend> policy, make_policy(w.m, task));
   PreparedEpisode p;
   p.policy = std::move(policy);
+  FarmBuildSettings build = w.build;
+  build.request_key = request_key;
   if (w.compile_only()) {
-    p.tools = std::make_unique<CompileOnlyTools>(*w.compile, w.build);
+    p.tools = std::make_unique<CompileOnlyTools>(*w.compile, build);
   } else {
     p.tools = std::make_unique<FarmEvaluationTools>(
-        *w.compile, w.build,
-        pool_bench_evaluator(w.bench, {.task_id = task.id.value(), .run_id = w.run}));
+        *w.compile, build,
+        pool_bench_evaluator(
+            w.bench, {.task_id = task.id.value(), .run_id = w.run, .request_key = request_key}));
   }
   p.spec.model_py = task.source;
   p.spec.policy = p.policy.get();
@@ -343,7 +349,8 @@ int serve_coordinated(const ServeRolloutArgs& a, WorkerSetup& w, StopSignals& si
           return make_error(ErrorCategory::kNotFound, "rollout.task",
                             "task '" + as.task_id.value() + "' is not in this worker's train set " +
                                 w.m.paths.train_set.string());
-        return prepare_episode(w, *it->second);
+        return prepare_episode(
+            w, *it->second, episode_request_key(w.run.value(), as.episode_id.value(), as.attempt));
       },
       {.worker_id = WorkerId{w.worker_id},
        .concurrent_episodes = m.rollout.concurrent_episodes,

@@ -1,16 +1,16 @@
 #include "rollout/farm_tools.h"
 
-#include <atomic>
-
 #include "core/clock.h"
+#include "core/content_hash.h"
 
 namespace cuda_agent {
 
 Expected<CompileResult> FarmEvaluationTools::compile(const std::vector<SourceFile>& files) {
-  static std::atomic<std::uint64_t> n{0};
   CompileRequest r;
-  r.header.request_id =
-      RequestId{"episode-compile-" + std::to_string(now_unix_ms()) + "-" + std::to_string(n++)};
+  ContentHasher digest;
+  digest.add(settings_.target_arch).add(std::to_string(static_cast<int>(settings_.library_policy)));
+  for (const SourceFile& f : files) digest.add(f.path).add(f.content);
+  r.header.request_id = ids_.next("compile", digest.hex());
   r.header.deadline_unix_ms = now_unix_ms() + settings_.compile_timeout_ms;
   r.files = files;
   r.target_arch = settings_.target_arch;

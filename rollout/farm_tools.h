@@ -13,6 +13,7 @@
 
 #include "compile_farm/farm.h"
 #include "rollout/episode.h"
+#include "rollout/tool_request_ids.h"
 
 namespace cuda_agent {
 
@@ -20,6 +21,10 @@ struct FarmBuildSettings {
   std::string target_arch = "sm_90";
   LibraryPolicy library_policy = LibraryPolicy::kDefault;
   std::int64_t compile_timeout_ms = 300'000;
+  /// The episode attempt the calls belong to (episode_request_key): compile request ids are
+  /// derived from it (rollout/tool_request_ids.h), so a rerun of the attempt that sends the same
+  /// sources is answered from the broker's cache. Empty: fresh ids.
+  std::string request_key;
 };
 
 class FarmEvaluationTools final : public EvaluationTools {
@@ -29,7 +34,10 @@ class FarmEvaluationTools final : public EvaluationTools {
       const CompileResult& built, bool final_evaluation)>;
 
   FarmEvaluationTools(CompileClient& client, FarmBuildSettings settings, Evaluator evaluator)
-      : client_(client), settings_(std::move(settings)), evaluator_(std::move(evaluator)) {}
+      : client_(client),
+        settings_(std::move(settings)),
+        evaluator_(std::move(evaluator)),
+        ids_(settings_.request_key) {}
 
   Expected<CompileResult> compile(const std::vector<SourceFile>& files) override;
   Expected<EvaluationOutcome> evaluate(BenchMode mode, const std::string& model_py,
@@ -40,6 +48,7 @@ class FarmEvaluationTools final : public EvaluationTools {
   CompileClient& client_;
   FarmBuildSettings settings_;
   Evaluator evaluator_;
+  ToolRequestIds ids_;
 };
 
 }  // namespace cuda_agent

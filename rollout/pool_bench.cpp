@@ -1,26 +1,33 @@
 #include "rollout/pool_bench.h"
 
 #include <algorithm>
-#include <atomic>
+#include <memory>
 
 #include "core/clock.h"
+#include "core/content_hash.h"
 #include "rollout/local_bench.h"
 
 namespace cuda_agent {
 
 FarmEvaluationTools::Evaluator pool_bench_evaluator(std::shared_ptr<BenchClient> bench,
                                                     PoolBenchSettings settings) {
-  return [bench, settings](BenchMode mode, const std::string& model_py,
-                           const std::vector<SourceFile>& files, const CompileResult& built,
-                           bool final_evaluation) -> Expected<EvaluationOutcome> {
-    static std::atomic<std::uint64_t> n{0};
+  auto ids = std::make_shared<ToolRequestIds>(settings.request_key);
+  return [bench, settings, ids](BenchMode mode, const std::string& model_py,
+                                const std::vector<SourceFile>& files, const CompileResult& built,
+                                bool final_evaluation) -> Expected<EvaluationOutcome> {
     auto model_new = std::find_if(files.begin(), files.end(),
                                   [](const SourceFile& f) { return f.path == "model_new.py"; });
     if (model_new == files.end())
       return EvaluationOutcome{"the workspace has no model_new.py (class ModelNew)", false, -1, 0};
     BenchRequest request;
-    request.header.request_id =
-        RequestId{"episode-bench-" + std::to_string(now_unix_ms()) + "-" + std::to_string(n++)};
+    request.header.request_id = ids->next("bench", ContentHasher()
+                                                       .add(settings.task_id)
+                                                       .add(model_py)
+                                                       .add(built.artifact_hash)
+                                                       .add(model_new->content)
+                                                       .add(std::to_string(static_cast<int>(mode)))
+                                                       .add(final_evaluation ? "final" : "agent")
+                                                       .hex());
     request.header.run_id = settings.run_id;
     request.header.deadline_unix_ms = now_unix_ms() + settings.timeout_ms;
     request.task.task_id = settings.task_id;

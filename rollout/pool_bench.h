@@ -35,6 +35,10 @@ struct PoolBenchSettings {
   std::vector<std::string> tags = {"gpu"};
   /// Deadline of one evaluation, queueing included. Default: 10 min.
   std::int64_t timeout_ms = 600'000;
+  /// The episode attempt the evaluations belong to (episode_request_key): request ids are
+  /// derived from it and what each sends (rollout/tool_request_ids.h), so a rerun of the attempt
+  /// that sends the same artifact is answered from the broker's cache. Empty: fresh ids.
+  std::string request_key;
 };
 
 FarmEvaluationTools::Evaluator pool_bench_evaluator(std::shared_ptr<BenchClient> bench,
