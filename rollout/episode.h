@@ -29,6 +29,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,10 @@ struct EvaluationOutcome {
   double continuous = 0;        ///< continuous speedup reward, when computed
   double speedup_vs_eager = 0;  ///< benchmark mode; 0 when not timed
   double speedup_vs_compile = 0;  ///< benchmark mode; 0 when not timed
+  /// The bench's whole result when a GPU bench ran it (checks, trial times, reward, audit): an
+  /// evaluation stored from the episode keeps its artifact hash, audit and baselines from here
+  /// (gpu_bench/bench_store.h evaluation_write), as `cuda-agent bench --store` does.
+  std::optional<BenchResult> bench;
 };
 
 /// The evaluation side of the tools: the compile farm and the GPU bench pool in production.

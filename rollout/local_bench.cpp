@@ -64,6 +64,7 @@ EvaluationOutcome evaluation_outcome(const BenchEvaluation& e, BenchMode mode) {
   out.continuous = e.result.reward.continuous;
   out.speedup_vs_eager = e.result.speedup_vs_eager;
   out.speedup_vs_compile = e.result.speedup_vs_compile;
+  out.bench = e.result;
   return out;
 }
 

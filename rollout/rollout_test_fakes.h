@@ -68,11 +68,29 @@ class FakeEvaluationTools final : public EvaluationTools {
   Expected<EvaluationOutcome> evaluate(BenchMode, const std::string&,
                                        const std::vector<SourceFile>&, const CompileResult&,
                                        bool final_evaluation) override {
-    return EvaluationOutcome{.report = final_evaluation ? "final: correct, 1.2x" : "correct",
-                             .correct = true,
-                             .reward_tier = 2,
-                             .speedup_vs_eager = 1.2,
-                             .speedup_vs_compile = 0.9};
+    EvaluationOutcome out{.report = final_evaluation ? "final: correct, 1.2x" : "correct",
+                          .correct = true,
+                          .reward_tier = 2,
+                          .speedup_vs_eager = 1.2,
+                          .speedup_vs_compile = 0.9};
+    if (final_evaluation) out.bench = fake_bench_result();
+    return out;
+  }
+  /// What a bench would return for the final evaluation: audit, trials and reward.
+  static BenchResult fake_bench_result() {
+    BenchResult b;
+    b.candidate_trial_us = {100, 101, 99};
+    b.eager_trial_us = {120, 121, 119};
+    b.compile_trial_us = {90, 91, 89};
+    b.speedup_vs_eager = 1.2;
+    b.speedup_vs_compile = 0.9;
+    b.reward.tier = 2;
+    b.audit.task_hash = "task-hash-fake";
+    b.audit.artifact_hash = "artifact-hash-fake";
+    b.audit.gpu_name = "Fake GPU";
+    b.audit.torch_version = "2.11";
+    b.audit.checks_run = {"tolerance[seed=1]"};
+    return b;
   }
 };
 

@@ -84,6 +84,18 @@ TEST(RolloutWorker, AcknowledgesEveryEpisodeWithItsExactTrajectoryAndResumeSkips
   ASSERT_TRUE(eval);
   EXPECT_TRUE(eval->verified);
   EXPECT_EQ(eval->episode_id.value(), "e3");
+  // The bench's record of the final evaluation, as the bench path stores one: artifact hash,
+  // audit and the baselines it measured.
+  EXPECT_EQ(eval->artifact_hash, "artifact-hash-fake");
+  EXPECT_EQ(eval->reward, 2);
+  auto audit = decode_audit_record(eval->audit);
+  ASSERT_TRUE(audit) << "no audit stored with the evaluation: " << audit.error().to_string();
+  EXPECT_EQ(audit->gpu_name, "Fake GPU");
+  EXPECT_EQ(audit->checks_run, std::vector<std::string>{"tolerance[seed=1]"});
+  auto baseline = tmp.store->get_baseline(TaskId{"task-hash-fake"}, "Fake GPU", "2.11", "");
+  ASSERT_TRUE(baseline) << baseline.error().to_string();
+  EXPECT_DOUBLE_EQ(baseline->eager_ms, 0.120);
+  EXPECT_DOUBLE_EQ(baseline->compile_ms, 0.090);
 
   // Resume: nothing runs or is written again.
   const WriteStats before = tmp.store->write_stats();
