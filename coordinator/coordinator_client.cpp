@@ -58,6 +58,11 @@ Error closed_error() {
                     "the coordinator client is closed");
 }
 
+Error cancelled_error() {
+  return make_error(ErrorCategory::kUnavailable, "coordinator.work_cancelled",
+                    "work requests were cancelled: this worker is stopping");
+}
+
 }  // namespace
 
 class CoordinatorClient::Impl {
@@ -74,7 +79,9 @@ class CoordinatorClient::Impl {
   Status start();
   void close();
   /// Sends `body` and waits for its answer until request_timeout.
-  Expected<CoordinatorBody> call(CoordinatorBody body, const char* what);
+  /// `cancellable`: cancel_work_requests() ends it (work requests).
+  Expected<CoordinatorBody> call(CoordinatorBody body, const char* what, bool cancellable = false);
+  void cancel_work_requests();
   /// Sends `frame` without waiting for an answer (the learner's answers).
   void post(const CoordinatorFrame& frame);
   /// The next TrainStep / CheckpointRequest from the coordinator, waiting up to `wait`.
@@ -104,6 +111,7 @@ class CoordinatorClient::Impl {
   std::condition_variable idle_;  // close() waiting for callers to leave call()
   std::size_t blocked_ = 0;       // callers inside call()
   bool closed_ = false;
+  bool work_cancelled_ = false;  // cancel_work_requests(): work requests end at once
   std::uint64_t seq_ = 0;
   bool attach_sent_ = false;  // serve_learner: the first keep-alive was an AttachLearner
   std::deque<Outgoing> outgoing_;
@@ -157,22 +165,34 @@ void CoordinatorClient::Impl::close() {
   idle_.wait(lock, [&] { return blocked_ == 0; });
 }
 
-Expected<CoordinatorBody> CoordinatorClient::Impl::call(CoordinatorBody body, const char* what) {
+void CoordinatorClient::Impl::cancel_work_requests() {
+  {
+    Lock lock(mutex_);
+    work_cancelled_ = true;
+  }
+  answered_.notify_all();
+}
+
+Expected<CoordinatorBody> CoordinatorClient::Impl::call(CoordinatorBody body, const char* what,
+                                                        bool cancellable) {
   auto waiter = std::make_shared<Waiter>();
   const auto give_up = Clock::now() + options.request_timeout;
   Lock lock(mutex_);
   if (closed_) return closed_error();
+  const auto cancelled = [&] { return cancellable && work_cancelled_; };
+  if (cancelled()) return cancelled_error();
   const std::string id = prefix_ + "-" + std::to_string(++seq_);
   outgoing_.push_back(
       {id, encode_coordinator_frame(CoordinatorFrame{id, options.run, std::move(body)}), give_up});
   pending_.emplace(id, waiter);
   wake();
   ++blocked_;
-  answered_.wait_until(lock, give_up, [&] { return waiter->done || closed_; });
+  answered_.wait_until(lock, give_up, [&] { return waiter->done || closed_ || cancelled(); });
   if (--blocked_ == 0 && closed_) idle_.notify_all();
   pending_.erase(id);
   if (waiter->done) return std::move(waiter->result);
   if (closed_) return closed_error();
+  if (cancelled()) return cancelled_error();
   const std::string waited = std::to_string(options.request_timeout.count()) + " ms";
   if (!waiter->sent) {
     return make_error(ErrorCategory::kUnavailable, "coordinator.unreachable",
@@ -328,8 +348,11 @@ Expected<std::unique_ptr<CoordinatorClient>> CoordinatorClient::connect(
 CoordinatorClient::CoordinatorClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 CoordinatorClient::~CoordinatorClient() = default;
 
+void CoordinatorClient::cancel_work_requests() { impl_->cancel_work_requests(); }
+
 Expected<WorkReply> CoordinatorClient::request_work() {
-  return expect<WorkReply>(impl_->call(WorkRequest{impl_->options.member}, "a work request"),
+  return expect<WorkReply>(impl_->call(WorkRequest{impl_->options.member}, "a work request",
+                                       /*cancellable=*/true),
                            "a work request");
 }
 

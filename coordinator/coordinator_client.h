@@ -82,6 +82,11 @@ class CoordinatorClient {
 
   /// Asks for an episode to run (WorkRequest{member}).
   Expected<WorkReply> request_work();
+  /// Ends every request_work() waiting now, and every later one, at once with
+  /// "coordinator.work_cancelled" (a worker that is stopping asks for no more work; its
+  /// submissions and status calls go on). A request that already went out may still be carried
+  /// out by the coordinator; its episode is then lost with this worker and rerun.
+  void cancel_work_requests();
   /// Submits a finished episode; the reply says whether it is durably stored.
   Expected<SubmitReply> submit(TrajectorySubmission submission);
   /// The coordinator's counters.

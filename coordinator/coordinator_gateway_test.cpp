@@ -375,6 +375,40 @@ TEST_F(GatewayTest, ADeadEndpointFailsByTheDeadline) {
   EXPECT_LT(took, 2s);
 }
 
+// A stopping worker cancels its work requests: one waiting on a coordinator that will never
+// answer (here: nothing listens) ends at once instead of at its 30 s request timeout, and so
+// does every later one.
+TEST_F(GatewayTest, CancelledWorkRequestsEndAtOnce) {
+  std::string endpoint;
+  {
+    zmq::context_t context(1);
+    zmq::socket_t s(context, zmq::socket_type::router);
+    s.set(zmq::sockopt::linger, 0);
+    s.bind("tcp://127.0.0.1:0");
+    endpoint = s.get(zmq::sockopt::last_endpoint);
+  }
+  CoordinatorClientOptions o;
+  o.endpoint = endpoint;
+  o.run = kRun;
+  o.member = WorkerId{"rollout-1"};
+  o.request_timeout = 30s;
+  auto c = CoordinatorClient::connect(o);
+  ASSERT_TRUE(c) << c.error().to_string();
+  const auto started = std::chrono::steady_clock::now();
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(200ms);  // the request is waiting by then (or soon after)
+    (*c)->cancel_work_requests();
+  });
+  Expected<WorkReply> work = (*c)->request_work();
+  canceller.join();
+  ASSERT_FALSE(work);
+  EXPECT_EQ(work.error().code, "coordinator.work_cancelled");
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 5s);
+  Expected<WorkReply> later = (*c)->request_work();
+  ASSERT_FALSE(later);
+  EXPECT_EQ(later.error().code, "coordinator.work_cancelled");
+}
+
 TEST_F(GatewayTest, BadClientOptionsAreRefused) {
   CoordinatorClientOptions o;
   o.endpoint = "tcp://127.0.0.1";  // no port

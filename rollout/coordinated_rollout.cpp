@@ -111,6 +111,10 @@ void CoordinatedRollout::request_stop() {
     stop_ = true;
   }
   wake_.notify_all();
+  // A slot waiting for the coordinator's answer must not hold the stop for the request timeout
+  // (found on the GPU: a run's last SIGTERM waited out the 15 s stop grace on a work request the
+  // finished coordinator never answered).
+  source_.cancel_work_requests();
 }
 
 void CoordinatedRollout::idle(std::int64_t ms) {
@@ -282,6 +286,7 @@ void CoordinatedRollout::slot(const RunId& run, const CoordinatedHooks& hooks, G
   std::optional<Clock::time_point> failing_since;
   while (!stop_ && !finished_) {
     Expected<WorkReply> reply = source_.request_work();
+    if (!reply && stop_) return;  // cancelled by request_stop()
     if (!reply) {
       const auto now = Clock::now();
       if (!failing_since) failing_since = now;

@@ -91,6 +91,10 @@ class WorkSource {
   virtual ~WorkSource() = default;
   virtual Expected<WorkReply> request_work() = 0;
   virtual Expected<SubmitReply> submit(const TrajectorySubmission& submission) = 0;
+  /// Ends the request_work() calls waiting now and every later one at once (the loop is
+  /// stopping: a coordinator that has gone away must not hold the stop for its request
+  /// timeout). Submissions are not affected.
+  virtual void cancel_work_requests() {}
 };
 
 /// WorkReply::reason when the run is over (coordinator/coordinator_actor.cpp sends it).

@@ -360,6 +360,50 @@ TEST(CoordinatedRollout, AStopEndsAWaitForWork) {
   EXPECT_FALSE(r.run_finished);
 }
 
+// A coordinator that never answers (it finished and exited while a slot was asking): the stop
+// cancels the slot's request instead of waiting out its request timeout.
+class SilentWorkSource final : public WorkSource {
+ public:
+  Expected<WorkReply> request_work() override {
+    std::unique_lock lock(mutex_);
+    ++waiting_;
+    changed_.notify_all();
+    changed_.wait_for(lock, 60s, [&] { return cancelled_; });
+    return make_error(ErrorCategory::kUnavailable, "coordinator.work_cancelled", "cancelled");
+  }
+  Expected<SubmitReply> submit(const TrajectorySubmission&) override {
+    return make_error(ErrorCategory::kInternal, "test", "nothing is submitted here");
+  }
+  void cancel_work_requests() override {
+    std::lock_guard lock(mutex_);
+    cancelled_ = true;
+    changed_.notify_all();
+  }
+  bool wait_until_asked(std::chrono::seconds within) {
+    std::unique_lock lock(mutex_);
+    return changed_.wait_for(lock, within, [&] { return waiting_ > 0; });
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  int waiting_ = 0;
+  bool cancelled_ = false;
+};
+
+TEST(CoordinatedRollout, AStopCancelsAWorkRequestTheCoordinatorNeverAnswers) {
+  SilentWorkSource source;
+  CoordinatedRollout loop(source, fake_prepare(), options(2));
+  CoordinatedReport r;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::thread runner([&] { r = loop.run(RunId{"run-1"}); });
+  ASSERT_TRUE(source.wait_until_asked(10s));
+  loop.request_stop();
+  runner.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 10s) << "the stop waited for the request";
+  EXPECT_FALSE(r.error) << r.error->to_string();
+}
+
 TEST(CoordinatedRollout, AnUnreachableCoordinatorEndsTheLoopWithItsError) {
   ScriptedWorkSource source;
   for (int k = 0; k < 10'000; ++k)

@@ -26,6 +26,7 @@ class CoordinatorWorkSource final : public WorkSource {
   Expected<SubmitReply> submit(const TrajectorySubmission& submission) override {
     return client_.submit(submission);  // a copy: a retry sends the same submission again
   }
+  void cancel_work_requests() override { client_.cancel_work_requests(); }
 
  private:
   CoordinatorClient& client_;
