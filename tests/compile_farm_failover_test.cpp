@@ -36,8 +36,8 @@ CompileRequest job(const std::string& nonce, int n) {
   r.header.run_id = RunId{"compile-farm-failover-test"};
   r.header.deadline_unix_ms = now_unix_ms() + 240'000;
   r.target_arch = "sm_90";
-  r.files = {{"kernels/k.cu", testing::scale_kernel_source(std::to_string(n + 2),
-                                                          "job " + nonce + " " + std::to_string(n))},
+  r.files = {{"kernels/k.cu", testing::scale_kernel_source(
+                                  std::to_string(n + 2), "job " + nonce + " " + std::to_string(n))},
              {"model_new.py", "import kernels\n"}};
   return r;
 }

@@ -12,7 +12,8 @@ inline std::string scale_kernel_source(const std::string& constant,
   return (comment.empty() ? "" : "// " + comment + "\n") + R"(#include <cuda_runtime.h>
 __global__ void scale(const float* x, float* y, long long n) {
   long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-  if (i < n) y[i] = )" + constant +
+  if (i < n) y[i] = )" +
+         constant +
          R"(.f * x[i];
 }
 extern "C" void scale_launch(const float* x, float* y, long long n, cudaStream_t s) {
