@@ -59,6 +59,11 @@ void add_learn_commands(CLI::App& app, CommandResult& result);    // learn sft|v
 void add_train_command(CLI::App& app, CommandResult& result);     // train, train status
 /// `serve coordinator` under `serve` (cli/coordinator_commands.cpp).
 void add_coordinator_command(CLI::App& serve, CommandResult& result);
+/// `node-agent` (cli/node_agent_command.cpp).
+void add_node_agent_command(CLI::App& app, CommandResult& result);
+
+/// What `cuda-agent --version` prints (cli/main.cpp); `launch --ssh` compares it with every host's.
+std::string version_text();
 
 /// Replaces this process with a torch-linked sibling binary (cuda-agent-model, -learn, -engine:
 /// the CLI itself stays torch-free), found beside /proc/self/exe, else on PATH, with `args`.

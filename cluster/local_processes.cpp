@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <filesystem>
@@ -24,11 +25,25 @@ struct LocalProcesses::Child {
   std::string log_path;
   pid_t pid = -1;
   int restarts = 0;
+  int last_exit_code = -1;
   bool expect_exit = false;
   bool given_up = false;
   bool restart_due = false;
+  bool stopped = false;  // stop_all() ended it or cancelled its restart
   Clock::time_point restart_at{};
+  std::deque<Clock::time_point> recent_restarts;  // those inside restart_window_ms
 };
+
+std::string_view to_string(ChildState state) {
+  switch (state) {
+    case ChildState::kRunning: return "running";
+    case ChildState::kRestartPending: return "restart_pending";
+    case ChildState::kGivenUp: return "given_up";
+    case ChildState::kFinished: return "finished";
+    case ChildState::kStopped: return "stopped";
+  }
+  return "unknown";
+}
 
 LocalProcesses::LocalProcesses(LocalProcessOptions options) : options_(std::move(options)) {}
 
@@ -40,6 +55,25 @@ std::string self_exe() {
   std::error_code ec;
   fs::path p = fs::read_symlink("/proc/self/exe", ec);
   return ec ? std::string("cuda-agent") : p.string();
+}
+
+// `program` as execve needs it: unchanged with a '/', else the first executable of that name on
+// PATH.
+Expected<std::string> resolve_program(const std::string& program) {
+  if (program.find('/') != std::string::npos) return program;
+  const char* path_env = std::getenv("PATH");
+  const std::string path = path_env ? path_env : "/usr/local/bin:/usr/bin:/bin";
+  std::size_t begin = 0;
+  while (begin <= path.size()) {
+    std::size_t end = path.find(':', begin);
+    if (end == std::string::npos) end = path.size();
+    const std::string dir = end > begin ? path.substr(begin, end - begin) : ".";
+    const std::string candidate = dir + "/" + program;
+    if (::access(candidate.c_str(), X_OK) == 0 && !fs::is_directory(candidate)) return candidate;
+    begin = end + 1;
+  }
+  return make_error(ErrorCategory::kNotFound, "launch.not_found",
+                    "program '" + program + "' not found on PATH (" + path + ")");
 }
 
 int exit_code_of(int status) {
@@ -57,7 +91,15 @@ Status LocalProcesses::launch(Child& c) {
     return make_error(ErrorCategory::kInvalidInput, "launch.empty_argv",
                       "process " + c.spec.name + " has no command line");
   }
-  if (args[0] == "cuda-agent") args[0] = self_exe();
+  if (args[0] == "cuda-agent") {
+    args[0] = options_.cuda_agent_exe.empty() ? self_exe() : options_.cuda_agent_exe;
+  }
+  auto program = resolve_program(args[0]);
+  if (!program) {
+    return make_error(program.error().category, program.error().code,
+                      "process " + c.spec.name + ": " + program.error().message);
+  }
+  args[0] = *program;
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -140,10 +182,20 @@ std::vector<ChildEvent> LocalProcesses::poll() {
       if (r != c.pid) continue;
       c.pid = -1;
       const int code = exit_code_of(status);
+      c.last_exit_code = code;
       ChildEvent e{ChildEventKind::kExited, c.spec.name, c.spec.role, code, false, c.log_path};
       events.push_back(e);
+      if (options_.restart_window_ms.count() > 0) {
+        while (!c.recent_restarts.empty() &&
+               now - c.recent_restarts.front() >= options_.restart_window_ms) {
+          c.recent_restarts.pop_front();
+        }
+      }
+      const int counted = options_.restart_window_ms.count() > 0
+                              ? static_cast<int>(c.recent_restarts.size())
+                              : c.restarts;
       // Exit 0 is the child's own decision (its work is done): not restarted.
-      if (c.expect_exit || code == 0 || c.restarts >= options_.max_restarts ||
+      if (c.expect_exit || code == 0 || counted >= options_.max_restarts ||
           (options_.fatal_exit_code != 0 && code == options_.fatal_exit_code)) {
         c.given_up = true;
         e.kind = ChildEventKind::kGivenUp;
@@ -152,13 +204,13 @@ std::vector<ChildEvent> LocalProcesses::poll() {
         continue;
       }
       const auto backoff = std::min<std::chrono::milliseconds>(
-          options_.restart_backoff_ms * (1 << std::min(c.restarts, 10)),
-          std::chrono::milliseconds(30'000));
+          options_.restart_backoff_ms * (1 << std::min(counted, 16)), options_.max_backoff_ms);
       c.restart_due = true;
       c.restart_at = now + backoff;
     } else if (c.restart_due && now >= c.restart_at) {
       c.restart_due = false;
       c.restarts += 1;
+      c.recent_restarts.push_back(now);
       if (Status s = launch(c); !s.is_ok()) {
         c.given_up = true;
         events.push_back(
@@ -194,8 +246,33 @@ pid_t LocalProcesses::pid(const std::string& name) const {
   return -1;
 }
 
+std::vector<ChildInfo> LocalProcesses::children() const {
+  std::vector<ChildInfo> out;
+  for (const Child& c : children_) {
+    ChildState state = ChildState::kRunning;
+    if (c.pid <= 0) {
+      if (c.restart_due) {
+        state = ChildState::kRestartPending;
+      } else if (c.stopped) {
+        state = ChildState::kStopped;
+      } else {
+        state = c.last_exit_code == 0 ? ChildState::kFinished : ChildState::kGivenUp;
+      }
+    }
+    out.push_back({.name = c.spec.name,
+                   .role = c.spec.role,
+                   .state = state,
+                   .pid = c.pid,
+                   .restarts = c.restarts,
+                   .last_exit_code = c.last_exit_code,
+                   .log_path = c.log_path});
+  }
+  return out;
+}
+
 void LocalProcesses::stop_all() {
   for (auto it = children_.rbegin(); it != children_.rend(); ++it) {
+    it->stopped = it->pid > 0 || it->restart_due;
     it->restart_due = false;
     it->given_up = true;
     if (it->pid > 0) ::kill(it->pid, SIGTERM);
@@ -208,6 +285,7 @@ void LocalProcesses::stop_all() {
       int status = 0;
       if (::waitpid(c.pid, &status, WNOHANG) == c.pid) {
         c.pid = -1;
+        c.last_exit_code = exit_code_of(status);
       } else {
         alive = true;
       }
@@ -223,6 +301,7 @@ void LocalProcesses::stop_all() {
     int status = 0;
     ::waitpid(c.pid, &status, 0);
     c.pid = -1;
+    c.last_exit_code = exit_code_of(status);
   }
 }
 

@@ -14,7 +14,8 @@ namespace cuda_agent {
 struct RunOptions {
   static constexpr std::string_view kSection = "run";
   static constexpr std::string_view kDoc =
-      "The run as a whole: its id, seed, ports, heartbeats, GPU sharing rules and logging.";
+      "The run as a whole: its id, seed, ports, heartbeats, GPU sharing rules, logging and network "
+      "interfaces.";
 
   std::string name = "local";
   std::int64_t seed = 0;
@@ -27,6 +28,8 @@ struct RunOptions {
   bool colocate_learner_rollout = false;
   std::string log_level = "info";
   std::string log_format = "text";
+  std::string nccl_socket_ifname;
+  std::string control_interface;
 
   template <class V>
   void visit(V& v) {
@@ -86,6 +89,18 @@ struct RunOptions {
        .doc = "'text' for people, 'json' (one object a line) for log collectors.",
        .choices = {"text", "json"}},
       log_format);
+    v({.key = "nccl_socket_ifname",
+       .doc = "Network interfaces NCCL uses between nodes, in NCCL_SOCKET_IFNAME's syntax ('ib0', "
+              "'eth', '^lo,docker'); empty lets NCCL choose. The Slurm and Kubernetes files of "
+              "`cuda-agent launch --emit` export it as NCCL_SOCKET_IFNAME to every node agent."},
+      nccl_socket_ifname);
+    v({.key = "control_interface",
+       .doc = "Network interface for the control plane (the coordinator, brokers and workers over "
+              "ZeroMQ), such as 'eth0'; empty: not set. The Slurm and Kubernetes files of "
+              "`cuda-agent launch --emit` export it as CUDA_AGENT_CONTROL_INTERFACE to every node "
+              "agent; the processes do not use it yet (they listen on every interface and reach "
+              "their peers by the manifest's host names)."},
+      control_interface);
   }
 };
 

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 namespace {
@@ -80,7 +81,95 @@ TEST(Cli, LaunchDryRunPrintsOneBlockPerNode) {
   EXPECT_NE(d.output.find("serve bench-worker"), std::string::npos) << d.output;
   // Its processes use the default built into them: no --manifest argument.
   EXPECT_EQ(d.output.find("--manifest"), std::string::npos) << d.output;
-  EXPECT_EQ(run("launch").exit_code, 2);  // --dry-run is required until the roles land
+}
+
+TEST(Cli, LaunchNeedsExactlyOneMode) {
+  ASSERT_FALSE(source_dir().empty());
+  const std::string file = source_dir() + "/examples/two-nodes.toml";
+  CmdResult none = run("launch " + file);
+  EXPECT_EQ(none.exit_code, 2) << none.output;
+  EXPECT_NE(
+      none.output.find("say how to launch: --dry-run, --local, --ssh or --emit slurm|k8s DIR"),
+      std::string::npos)
+      << none.output;
+  auto dir = temp_dir("launch_modes");
+  CmdResult both = run("launch " + file + " --dry-run --emit slurm " + (dir / "out").string());
+  EXPECT_EQ(both.exit_code, 2) << both.output;
+  EXPECT_NE(both.output.find("--dry-run and --emit cannot be combined"), std::string::npos)
+      << both.output;
+  CmdResult kind = run("launch " + file + " --emit helm " + (dir / "out").string());
+  EXPECT_EQ(kind.exit_code, 2) << kind.output;
+  EXPECT_NE(kind.output.find("unknown --emit kind 'helm': choose slurm or k8s"), std::string::npos)
+      << kind.output;
+  CmdResult image =
+      run("launch " + file + " --emit slurm " + (dir / "out").string() + " --image x:1");
+  EXPECT_EQ(image.exit_code, 2) << image.output;
+  EXPECT_NE(image.output.find("--image applies to --emit k8s only"), std::string::npos)
+      << image.output;
+  EXPECT_FALSE(std::filesystem::exists(dir / "out")) << "nothing is written on a usage error";
+  std::filesystem::remove_all(dir);
+}
+
+// --local runs only this host's nodes and says so when there are none; --ssh checks every host
+// before starting anything (here an ssh that fails for each) and needs a manifest file.
+TEST(Cli, LaunchLocalAndSshRefuseWhatTheyCannotRun) {
+  ASSERT_FALSE(source_dir().empty());
+  const std::string file = source_dir() + "/examples/two-nodes.toml";
+  CmdResult local = run("launch " + file + " --local");
+  EXPECT_EQ(local.exit_code, 2) << local.output;
+  EXPECT_NE(local.output.find("no node of " + file + " is this host (hosts: node-a, node-b)"),
+            std::string::npos)
+      << local.output;
+  CmdResult no_file = run("launch --ssh");
+  EXPECT_EQ(no_file.exit_code, 2) << no_file.output;
+  EXPECT_NE(no_file.output.find("--ssh needs a manifest FILE"), std::string::npos)
+      << no_file.output;
+  CmdResult misplaced = run("launch " + file + " --dry-run --ssh-command ssh");
+  EXPECT_EQ(misplaced.exit_code, 2) << misplaced.output;
+  CmdResult refused = run("launch " + file + " --ssh --ssh-command false");
+  EXPECT_EQ(refused.exit_code, 1) << refused.output;
+  EXPECT_NE(refused.output.find("refused before starting anything"), std::string::npos)
+      << refused.output;
+  EXPECT_NE(refused.output.find("host node-a"), std::string::npos) << refused.output;
+  EXPECT_NE(refused.output.find("host node-b"), std::string::npos) << refused.output;
+}
+
+TEST(Cli, LaunchEmitWritesFilesAndRefusesANonEmptyDirWithoutForce) {
+  ASSERT_FALSE(source_dir().empty());
+  auto dir = temp_dir("launch_emit");
+  const std::string file = source_dir() + "/examples/cluster-128.toml";
+  CmdResult slurm = run("launch " + file + " --emit slurm " + (dir / "slurm").string());
+  ASSERT_EQ(slurm.exit_code, 0) << slurm.output;
+  EXPECT_NE(slurm.output.find("wrote " + (dir / "slurm/cluster-128.sbatch").string()),
+            std::string::npos)
+      << slurm.output;
+  std::ifstream script(dir / "slurm/cluster-128.sbatch");
+  std::string text((std::istreambuf_iterator<char>(script)), std::istreambuf_iterator<char>());
+  // Every node agent gets the manifest's absolute path.
+  EXPECT_NE(text.find("MANIFEST=" + std::filesystem::absolute(file).lexically_normal().string()),
+            std::string::npos);
+
+  CmdResult again = run("launch " + file + " --emit slurm " + (dir / "slurm").string());
+  EXPECT_EQ(again.exit_code, 2) << again.output;
+  EXPECT_NE(again.output.find("is not empty"), std::string::npos) << again.output;
+  EXPECT_NE(again.output.find("--force"), std::string::npos) << again.output;
+  CmdResult forced =
+      run("launch " + file + " --emit slurm " + (dir / "slurm").string() + " --force");
+  EXPECT_EQ(forced.exit_code, 0) << forced.output;
+
+  CmdResult k8s =
+      run("launch " + file + " --emit k8s " + (dir / "k8s").string() + " --image reg/ca:1");
+  ASSERT_EQ(k8s.exit_code, 0) << k8s.output;
+  for (const char* name :
+       {"configmap.yaml", "secret.yaml", "service.yaml", "statefulset-coordinator.yaml",
+        "statefulset-compile.yaml", "statefulset-learner.yaml", "statefulset-rollout.yaml",
+        "statefulset-bench.yaml"}) {
+    EXPECT_TRUE(std::filesystem::exists(dir / "k8s" / name)) << name << "\n" << k8s.output;
+  }
+  std::ifstream sts(dir / "k8s/statefulset-learner.yaml");
+  std::string yaml((std::istreambuf_iterator<char>(sts)), std::istreambuf_iterator<char>());
+  EXPECT_NE(yaml.find("image: \"reg/ca:1\""), std::string::npos) << yaml;
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Cli, KeysGenerateWritesFilesTheManifestAccepts) {
