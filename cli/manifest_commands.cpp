@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/stop_signals.h"
 #include "cluster/emit.h"
 #include "cluster/launch_plan.h"
 #include "cluster/manifest.h"
@@ -111,28 +112,6 @@ int launch_emit(const LaunchArgs& args, const Manifest& m) {
   return 0;
 }
 
-// SIGINT, SIGTERM and SIGHUP are taken with sigtimedwait from the poll loops of --local and
-// --ssh: blocked here (defaults first: a shell that starts us in the background may ignore
-// SIGINT), before any thread of theirs starts.
-struct StopRequests {
-  sigset_t set;
-  int seen = 0;
-  StopRequests() {
-    sigemptyset(&set);
-    for (const int sig : {SIGINT, SIGTERM, SIGHUP}) {
-      ::signal(sig, SIG_DFL);
-      sigaddset(&set, sig);
-    }
-    ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  }
-  bool operator()() {
-    const timespec zero{};
-    const int sig = ::sigtimedwait(&set, nullptr, &zero);
-    if (sig > 0) seen = sig;
-    return seen != 0;
-  }
-};
-
 bool is_this_host(const std::string& host) {
   if (host == "localhost" || host == "127.0.0.1" || host == "::1") return true;
   char name[256] = {};
@@ -145,7 +124,7 @@ bool is_this_host(const std::string& host) {
 // polled from this thread; a signal drains them all. Exit: 3 if any agent says the run cannot go
 // on, else 1 if any failed, else 0.
 int launch_local(const LaunchArgs& args, const Manifest& m) {
-  StopRequests stop;
+  PolledStopSignals stop;  // before the agents start any thread
   std::vector<std::string> hosts;
   for (const std::string& h : manifest_hosts(m))
     if (is_this_host(h)) hosts.push_back(h);
@@ -172,7 +151,7 @@ int launch_local(const LaunchArgs& args, const Manifest& m) {
   }
   std::vector<bool> running(agents.size(), true);
   while (std::find(running.begin(), running.end(), true) != running.end()) {
-    if (stop()) {
+    if (stop.poll()) {
       for (std::size_t i = 0; i < agents.size(); ++i)
         if (running[i]) agents[i]->drain("signal " + std::to_string(stop.seen));
       break;
@@ -193,7 +172,7 @@ int launch_local(const LaunchArgs& args, const Manifest& m) {
 // --ssh: cluster/ssh_launch.h: every host checked first (reachable, the same cuda-agent
 // version), then one node agent per host over ssh, supervised from here.
 int launch_ssh(const LaunchArgs& args, const Manifest& m) {
-  StopRequests stop;
+  PolledStopSignals stop;  // before the agents start any thread
   SshLaunchOptions o;
   o.remote_manifest_path = args.remote_manifest.empty()
                                ? std::filesystem::absolute(args.file).lexically_normal().string()
@@ -202,7 +181,7 @@ int launch_ssh(const LaunchArgs& args, const Manifest& m) {
   // One log per ssh session, beside where the launch runs.
   o.log_dir = (std::filesystem::current_path() / ("launch-" + m.run.name + "-logs")).string();
   if (!args.ssh_command.empty()) o.ssh_command = split_ssh_command(args.ssh_command);
-  auto code = run_ssh_launch(m, o, [&] { return stop(); });
+  auto code = run_ssh_launch(m, o, [&] { return stop.poll(); });
   if (!code) return report(code.error());
   return *code;
 }

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "cli/command.h"
+#include "cli/stop_signals.h"
 #include "cluster/node_agent.h"
 
 namespace cuda_agent::cli {
@@ -26,15 +27,7 @@ struct NodeAgentArgs {
 };
 
 int run(const NodeAgentArgs& a) {
-  // A shell that starts us in the background may have set SIGINT to SIG_IGN, which would discard
-  // it even while blocked: take the defaults back, then block them for sigtimedwait.
-  sigset_t stop_set;
-  sigemptyset(&stop_set);
-  for (const int sig : {SIGINT, SIGTERM, SIGHUP}) {
-    ::signal(sig, SIG_DFL);
-    sigaddset(&stop_set, sig);
-  }
-  ::pthread_sigmask(SIG_BLOCK, &stop_set, nullptr);
+  PolledStopSignals stop;  // before any thread starts
 
   auto manifest = load_manifest_or_default(a.manifest);
   if (!manifest) return report(manifest.error());
@@ -43,17 +36,10 @@ int run(const NodeAgentArgs& a) {
   options.restart_backoff_ms = std::chrono::milliseconds(a.restart_backoff_ms);
   options.stop_grace_ms = std::chrono::milliseconds(a.stop_grace_ms);
   options.store_wait_ms = std::chrono::milliseconds(a.store_wait_ms);
-  int signal_seen = 0;
-  const auto stop_requested = [&] {
-    const timespec zero{};
-    const int sig = ::sigtimedwait(&stop_set, nullptr, &zero);
-    if (sig > 0) signal_seen = sig;
-    return sig > 0;
-  };
-  auto code = run_node_agent(*manifest, options, stop_requested);
+  auto code = run_node_agent(*manifest, options, [&] { return stop.poll(); });
   if (!code) return report(code.error());
-  if (signal_seen != 0) {
-    std::printf("node-agent %s: signal %d, node drained\n", options.host.c_str(), signal_seen);
+  if (stop.seen != 0) {
+    std::printf("node-agent %s: signal %d, node drained\n", options.host.c_str(), stop.seen);
   }
   return *code;
 }

@@ -30,6 +30,30 @@ struct StopSignals {
   }
 };
 
+/// For loops that poll: SIGINT, SIGTERM and SIGHUP (what sshd sends a `-tt` session whose
+/// connection dropped) blocked, their default dispositions restored first (a shell that starts
+/// us in the background may ignore SIGINT, which would discard it even while blocked), and taken
+/// without waiting by poll(). Construct it before any thread starts.
+struct PolledStopSignals {
+  sigset_t set;
+  int seen = 0;  ///< the first signal taken; 0 before
+  PolledStopSignals() {
+    sigemptyset(&set);
+    for (const int sig : {SIGINT, SIGTERM, SIGHUP}) {
+      ::signal(sig, SIG_DFL);
+      sigaddset(&set, sig);
+    }
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  }
+  /// True once a stop signal came (now or before).
+  bool poll() {
+    const timespec zero{};
+    const int sig = ::sigtimedwait(&set, nullptr, &zero);
+    if (sig > 0 && seen == 0) seen = sig;
+    return seen != 0;
+  }
+};
+
 /// The exit status of a `serve` role that a restart cannot help (its key is refused): the
 /// supervisor of cluster/local_processes.h gives such a child up at once (fatal_exit_code).
 inline constexpr int kFinalExitCode = 3;
