@@ -1,6 +1,3 @@
-#include <signal.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -110,14 +107,6 @@ int launch_emit(const LaunchArgs& args, const Manifest& m) {
     std::printf("apply with: kubectl apply -f %s\n", shell_quote(dir.string()).c_str());
   }
   return 0;
-}
-
-bool is_this_host(const std::string& host) {
-  if (host == "localhost" || host == "127.0.0.1" || host == "::1") return true;
-  char name[256] = {};
-  if (::gethostname(name, sizeof name - 1) != 0) return false;
-  const std::string me(name);
-  return host == me || host.rfind(me + ".", 0) == 0 || me.rfind(host + ".", 0) == 0;
 }
 
 // --local: a node agent (cluster/node_agent.h) for every node of the manifest on this host, all

@@ -95,13 +95,6 @@ struct RunSetup {
   bool compile_only = false;
 };
 
-bool is_local_host(const std::string& host) {
-  if (host == "localhost" || host == "127.0.0.1" || host == "::1") return true;
-  char name[256] = {};
-  ::gethostname(name, sizeof name - 1);
-  return host == name;
-}
-
 // The stage settings --until STAGE stands for: every stage after it gets 0 steps.
 Expected<std::vector<std::string>> until_settings(const std::string& until) {
   const std::vector<std::pair<std::string, std::string>> order = {
@@ -165,7 +158,7 @@ Expected<RunSetup> settle_run(const TrainArgs& a) {
   const Manifest& m = r.manifest;
   std::int64_t bench_gpus = 0;
   for (const NodeSpec& n : m.nodes) {
-    if (!is_local_host(n.host)) {
+    if (!is_this_host(n.host)) {
       return bad("remote_node",
                  "node '" + n.host +
                      "' is not this machine: `cuda-agent train` starts every role "

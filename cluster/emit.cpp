@@ -21,10 +21,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool is_loopback(const std::string& host) {
-  return host == "localhost" || host == "127.0.0.1" || host == "::1";
-}
-
 bool slurm_node_name(const std::string& host) {
   return !host.empty() && std::all_of(host.begin(), host.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
@@ -46,7 +42,7 @@ Status check_slurm_hosts(const Manifest& m) {
                         m.file.string() + ": host '" + host + "' of " + node_ref(m.nodes[i], i) +
                             " cannot be a Slurm node name: use letters, digits, '.', '_' and '-'");
     }
-    if (is_loopback(host) && m.nodes.size() > 1) {
+    if (is_loopback_host(host) && m.nodes.size() > 1) {
       return make_error(ErrorCategory::kInvalidInput, "emit.bad_host",
                         m.file.string() + ": host '" + host + "' of " + node_ref(m.nodes[i], i) +
                             " names the local machine in a " + std::to_string(m.nodes.size()) +
@@ -84,7 +80,7 @@ std::string slurm_script(const Manifest& m, const EmitOptions& options) {
     component_of[i] = static_cast<std::size_t>(it - components.begin());
   }
   const bool heterogeneous = components.size() > 1;
-  const bool nodelist = !(m.nodes.size() == 1 && is_loopback(m.nodes[0].host));
+  const bool nodelist = !(m.nodes.size() == 1 && is_loopback_host(m.nodes[0].host));
   const std::string& run = m.run.name;
 
   std::string out = "#!/bin/bash\n";

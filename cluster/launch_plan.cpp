@@ -1,6 +1,8 @@
 // plan_launch / render_plan: see launch_plan.h for the process layout.
 #include "cluster/launch_plan.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 
 #include "actors/curve_keys.h"
@@ -77,6 +79,17 @@ std::string coordinator_endpoint(const Manifest& m) {
 
 std::string coordinator_bind_endpoint(const Manifest& m) {
   return "tcp://*:" + std::to_string(m.run.port_base + kCoordinatorPort);
+}
+
+bool is_loopback_host(const std::string& host) {
+  return host == "localhost" || host == "127.0.0.1" || host == "::1";
+}
+
+bool is_this_host(const std::string& host) {
+  if (is_loopback_host(host)) return true;
+  char name[256] = {};
+  ::gethostname(name, sizeof name - 1);
+  return host == name;
 }
 
 std::int64_t coordinator_metrics_port(const Manifest& m) { return m.run.port_base + kMetricsPort; }

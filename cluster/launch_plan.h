@@ -78,6 +78,11 @@ Expected<std::optional<CurveClientKeys>> client_curve(const Manifest& manifest);
 /// the roles that connect, tcp://*:PORT for the coordinator that binds.
 std::string coordinator_endpoint(const Manifest& manifest);
 std::string coordinator_bind_endpoint(const Manifest& manifest);
+
+/// A loopback name: localhost, 127.0.0.1 or ::1.
+bool is_loopback_host(const std::string& host);
+/// A manifest host that is this machine: a loopback name or exactly its gethostname().
+bool is_this_host(const std::string& host);
 /// The coordinator's Prometheus metrics port ([run] port_base + 5).
 std::int64_t coordinator_metrics_port(const Manifest& manifest);
 /// The policy a run starts from: [model] path, or when it is empty the run's tiny random policy

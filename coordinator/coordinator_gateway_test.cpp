@@ -348,20 +348,23 @@ TEST_F(GatewayTest, GarbageAndWrongRunFramesAreRefusedAndTheGatewayKeepsServing)
   EXPECT_EQ(run_episodes(*worker, "rollout-1", 1).size(), 1u);
 }
 
-TEST_F(GatewayTest, ADeadEndpointFailsByTheDeadline) {
-  // A port nothing listens on: bind one, note it, close it.
-  std::string endpoint;
+// Options of a rollout worker's client for a port nothing listens on (bound, noted, closed).
+CoordinatorClientOptions dead_endpoint_client() {
+  CoordinatorClientOptions o;
   {
     zmq::context_t context(1);
     zmq::socket_t s(context, zmq::socket_type::router);
     s.set(zmq::sockopt::linger, 0);
     s.bind("tcp://127.0.0.1:0");
-    endpoint = s.get(zmq::sockopt::last_endpoint);
+    o.endpoint = s.get(zmq::sockopt::last_endpoint);
   }
-  CoordinatorClientOptions o;
-  o.endpoint = endpoint;
   o.run = kRun;
   o.member = WorkerId{"rollout-1"};
+  return o;
+}
+
+TEST_F(GatewayTest, ADeadEndpointFailsByTheDeadline) {
+  CoordinatorClientOptions o = dead_endpoint_client();
   o.request_timeout = 300ms;
   auto c = CoordinatorClient::connect(o);
   ASSERT_TRUE(c) << c.error().to_string();
@@ -379,18 +382,7 @@ TEST_F(GatewayTest, ADeadEndpointFailsByTheDeadline) {
 // answer (here: nothing listens) ends at once instead of at its 30 s request timeout, and so
 // does every later one.
 TEST_F(GatewayTest, CancelledWorkRequestsEndAtOnce) {
-  std::string endpoint;
-  {
-    zmq::context_t context(1);
-    zmq::socket_t s(context, zmq::socket_type::router);
-    s.set(zmq::sockopt::linger, 0);
-    s.bind("tcp://127.0.0.1:0");
-    endpoint = s.get(zmq::sockopt::last_endpoint);
-  }
-  CoordinatorClientOptions o;
-  o.endpoint = endpoint;
-  o.run = kRun;
-  o.member = WorkerId{"rollout-1"};
+  CoordinatorClientOptions o = dead_endpoint_client();
   o.request_timeout = 30s;
   auto c = CoordinatorClient::connect(o);
   ASSERT_TRUE(c) << c.error().to_string();

@@ -127,7 +127,9 @@ TEST(NodeAgent, StartsInPlanOrderBehindTheStoreAndDrainsOnSigterm) {
   std::multiset<std::string> started;
   for (const JournalEntry& e : read_journal(run.tree.path)) {
     if (e.event != "start") continue;
-    if (started.empty()) EXPECT_EQ(e.name, "coordinator");
+    if (started.empty()) {
+      EXPECT_EQ(e.name, "coordinator");
+    }
     started.insert(e.name);
     EXPECT_EQ(e.node, "node-x");
   }

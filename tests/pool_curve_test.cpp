@@ -93,19 +93,27 @@ TEST(PoolCurve, OnlyAllowedKeysGetService) {
   std::filesystem::remove_all(dir);
 }
 
+// A CURVE broker that lets one key pair in, and the client keys of a stranger it refuses.
+struct BrokerAndStranger {
+  std::unique_ptr<WorkPoolBroker> broker;
+  CurveClientKeys stranger;
+};
+BrokerAndStranger broker_refusing_a_stranger() {
+  quiet_logs();
+  const CurveKeyPair server = must(generate_curve_keypair());
+  auto options = fast_broker();
+  options.curve = CurveServerKeys{server, {must(generate_curve_keypair()).public_z85}};
+  return {must(WorkPoolBroker::start(options)),
+          CurveClientKeys{server.public_z85, must(generate_curve_keypair())}};
+}
+
 // Covers: a client whose key was refused, asked again (call, call_async, stats): each fails at
 // once with the same refusal, without waiting for a broker that will never let it in.
 TEST(PoolCurve, ARefusedClientFailsEveryLaterRequestAtOnce) {
-  quiet_logs();
-  const CurveKeyPair server = must(generate_curve_keypair());
-  const CurveKeyPair allowed = must(generate_curve_keypair());
-  auto options = fast_broker();
-  options.curve = CurveServerKeys{server, {allowed.public_z85}};
-  auto broker = must(WorkPoolBroker::start(options));
+  auto [broker, stranger] = broker_refusing_a_stranger();
   std::promise<PoolOutcome> async;  // outlives the client
-  auto client = must(PoolClient::connect(
-      {.broker_endpoint = broker->client_endpoint(),
-       .curve = CurveClientKeys{server.public_z85, must(generate_curve_keypair())}}));
+  auto client =
+      must(PoolClient::connect({.broker_endpoint = broker->client_endpoint(), .curve = stranger}));
   auto first = client->call_with_details(request("first", "p", {}, 20'000));
   ASSERT_FALSE(first.result);
   ASSERT_EQ(first.result.error().code, "pool.auth_failed");
@@ -129,16 +137,11 @@ TEST(PoolCurve, ARefusedClientFailsEveryLaterRequestAtOnce) {
 // broker_timeout_ms): on_refusal hears of it once, with the refusal, so a process can end itself
 // on the first one (`cuda-agent serve compile-worker` exits 3) and is not told once per attempt.
 TEST(PoolCurve, ARefusedWorkerIsToldOnce) {
-  quiet_logs();
-  const CurveKeyPair server = must(generate_curve_keypair());
-  const CurveKeyPair allowed = must(generate_curve_keypair());
-  auto options = fast_broker();
-  options.curve = CurveServerKeys{server, {allowed.public_z85}};
-  auto broker = must(WorkPoolBroker::start(options));
+  auto [broker, stranger] = broker_refusing_a_stranger();
   std::mutex mutex;
   std::vector<Error> told;
   auto worker_options = fast_worker(*broker, "rogue");
-  worker_options.curve = CurveClientKeys{server.public_z85, must(generate_curve_keypair())};
+  worker_options.curve = stranger;
   worker_options.on_refusal = [&](const Error& e) {
     std::lock_guard lock(mutex);
     told.push_back(e);
