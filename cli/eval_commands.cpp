@@ -9,8 +9,18 @@
 // scheduler's or a wall-clock limit's stop) starts no new episode and cuts those in flight at their
 // next policy call; a resume reruns them without counting those attempts.
 //
+// `--policy model:DIR` serves a checkpoint for the run: a `cuda-agent serve policy-engine` child on
+// a free local port (the GPU when there is one, else the CPU), asked for token ids, stopped at the
+// end. `--seed N` fixes every episode's sampling seeds (episode k of a task: seeds derived from N,
+// the task and k), so two checkpoints are compared on the same draws. `--reward compile-only`
+// (or [rollout] reward = "compile-only" in --manifest) runs without a GPU and says so in every
+// report: +1 when the final workspace builds, -1 when not; nothing is run or timed.
+//
 // Exit codes: 0 the run finished; 1 an episode or the store failed; 2 bad input (no tasks, a bad
-// policy spec, no GPU).
+// policy spec, no GPU for a full reward).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 #include <atomic>
 #include <csignal>
@@ -21,8 +31,10 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 
 #include "cli/command.h"
+#include "cluster/local_processes.h"
 #include "cluster/manifest.h"
 #include "compile_farm/farm.h"
 #include "core/clock.h"
@@ -32,9 +44,11 @@
 #include "gpu_bench/device_probe.h"
 #include "messages/trajectory_codec.h"
 #include "rollout/agent_tools.h"
+#include "rollout/compile_only_tools.h"
 #include "rollout/episode.h"
 #include "rollout/eval_summary.h"
 #include "rollout/farm_tools.h"
+#include "rollout/http_post.h"
 #include "rollout/local_bench.h"
 #include "rollout/openai_policy.h"
 #include "rollout/replay_policy.h"
@@ -55,6 +69,8 @@ struct EvalArgs {
   std::string run_id;
   std::string report_dir;
   std::string manifest;
+  std::string reward;  // "" = [rollout] reward
+  std::uint64_t seed = 0;
   std::int64_t episodes_per_task = 1;
   std::int64_t max_turns = 0;
   std::int64_t limit = 0;
@@ -70,8 +86,16 @@ Error bad(const std::string& what) {
   return make_error(ErrorCategory::kInvalidInput, "cli.eval", what);
 }
 
-// A fresh policy per episode: a replay transcript starts from its first turn each time.
-Expected<std::unique_ptr<PolicyBackend>> make_policy(const EvalArgs& a, const Task& task) {
+// A fresh policy per episode: a replay transcript starts from its first turn each time. `url`: the
+// served checkpoint's endpoint for model:DIR.
+Expected<std::unique_ptr<PolicyBackend>> make_policy(const EvalArgs& a, const Task& task,
+                                                     const std::string& url = "") {
+  if (a.policy.rfind("model:", 0) == 0) {
+    if (url.empty()) return std::unique_ptr<PolicyBackend>();  // checked, served later
+    auto r = OpenAiPolicy::create({.base_url = url, .model = "policy", .request_token_ids = true});
+    if (!r) return r.error();
+    return std::unique_ptr<PolicyBackend>(std::move(*r));
+  }
   if (a.policy.rfind("replay:", 0) == 0) {
     fs::path p = a.policy.substr(7);
     if (fs::is_directory(p)) p /= task.name + ".jsonl";
@@ -86,8 +110,67 @@ Expected<std::unique_ptr<PolicyBackend>> make_policy(const EvalArgs& a, const Ta
     if (!r) return r.error();
     return std::unique_ptr<PolicyBackend>(std::move(*r));
   }
-  return bad("--policy '" + a.policy +
-             "': expected replay:FILE, replay:DIR (DIR/<task name>.jsonl) or openai:URL");
+  return bad(
+      "--policy '" + a.policy +
+      "': expected replay:FILE, replay:DIR (DIR/<task name>.jsonl), openai:URL or model:DIR");
+}
+
+// A port free now on 127.0.0.1 (the kernel's pick for port 0). Another process could take it
+// before the engine binds; the engine then fails to start and the error says so.
+Expected<int> free_local_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return make_error(ErrorCategory::kIo, "cli.eval", "socket() failed");
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
+  ::close(fd);
+  if (!ok) return make_error(ErrorCategory::kIo, "cli.eval", "no free local port");
+  return static_cast<int>(ntohs(addr.sin_port));
+}
+
+// `--policy model:DIR`: the checkpoint served by a child engine until `engine` is destroyed.
+// Returns its OpenAI base URL once /health answers 200; the engine's exit or 10 minutes without
+// an answer is an Error with its log tail.
+Expected<std::string> serve_checkpoint(const EvalArgs& a, const Manifest& m, bool gpu,
+                                       LocalProcesses& engine) {
+  const std::string dir = a.policy.substr(6);
+  ASSIGN_OR_RETURN(const int port, free_local_port());
+  RETURN_IF_ERROR(
+      engine.start({.role = "policy-engine",
+                    .name = "policy-engine",
+                    .argv = {"cuda-agent", "serve", "policy-engine", "--model", dir, "--host",
+                             "127.0.0.1", "--port", std::to_string(port), "--device",
+                             gpu ? "cuda:" + std::to_string(a.gpu) : "cpu", "--dtype",
+                             m.model.dtype, "--served-model-name", "policy", "--max-seq-len",
+                             std::to_string(m.rollout.max_context_tokens)}}));
+  const std::string base = "http://127.0.0.1:" + std::to_string(port);
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point deadline = Clock::now() + std::chrono::minutes(10);
+  while (Clock::now() < deadline) {
+    for (const ChildEvent& e : engine.poll()) {
+      if (e.kind == ChildEventKind::kExited || e.kind == ChildEventKind::kGivenUp)
+        return make_error(ErrorCategory::kUnavailable, "cli.eval_engine",
+                          "the policy engine serving " + dir + " exited (code " +
+                              std::to_string(e.exit_code) + "):\n" +
+                              LocalProcesses::log_tail(e.log_path, 15));
+    }
+    auto h = http_get(base + "/health", {}, {.connect_ms = 1000, .total_ms = 2000});
+    if (h && h->status == 200) return base + "/v1";
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return make_error(ErrorCategory::kTimeout, "cli.eval_engine",
+                    "the policy engine serving " + dir + " did not answer /health in 10 minutes");
+}
+
+// Episode k of a task under --seed N: the same seeds for every checkpoint evaluated with N.
+std::uint64_t episode_seed(std::uint64_t seed, const std::string& task_id, std::uint64_t k) {
+  std::uint64_t h = 1469598103934665603ULL ^ seed;  // FNV-1a over the task id, then k
+  for (unsigned char c : task_id) h = (h ^ c) * 1099511628211ULL;
+  h = (h ^ k) * 1099511628211ULL;
+  return h == 0 ? 1 : h;
 }
 
 std::string subset_of(const Task& t) {
@@ -117,10 +200,17 @@ int run_eval(const EvalArgs& a) {
     if (!m) return report(m.error());
     manifest = std::move(*m);
   }
+  const std::string reward = a.reward.empty() ? manifest.rollout.reward : a.reward;
+  if (reward != "full" && reward != "compile-only")
+    return report(bad("--reward '" + reward + "': expected full or compile-only"));
+  const bool compile_only = reward == "compile-only";
   // The policy spec is checked before anything starts.
   if (a.policy.rfind("replay:", 0) == 0) {
     if (!fs::exists(a.policy.substr(7)))
       return report(bad("--policy " + a.policy + ": no such transcript file or directory"));
+  } else if (a.policy.rfind("model:", 0) == 0) {
+    if (!fs::exists(fs::path(a.policy.substr(6)) / "config.json"))
+      return report(bad("--policy " + a.policy + ": no config.json in that directory"));
   } else if (auto probe = make_policy(a, Task{}); !probe) {
     return report(probe.error());
   }
@@ -138,17 +228,36 @@ int run_eval(const EvalArgs& a) {
                       " (import them with `cuda-agent tasks import`)"));
 
   DeviceList devices = list_devices();
-  if (devices.devices.empty())
+  const bool gpu = !devices.devices.empty();
+  if (!gpu && !compile_only)
     return report(make_error(ErrorCategory::kUnavailable, "bench.no_gpu",
                              "no GPU on this machine (" + devices.no_gpu_reason +
-                                 "); `cuda-agent eval` needs one for the bench"));
-  BenchServiceOptions bo;
-  bo.bench = manifest.bench;
-  bo.device = static_cast<int>(a.gpu);
-  bo.worker_id = WorkerId{"eval"};
-  auto created = BenchService::create(bo);
-  if (!created) return report(created.error());
-  std::shared_ptr<BenchService> bench = std::move(*created);
+                                 "); `cuda-agent eval` needs one for the bench (--reward "
+                                 "compile-only measures only whether solutions build)"));
+  std::shared_ptr<BenchService> bench;
+  if (!compile_only) {
+    BenchServiceOptions bo;
+    bo.bench = manifest.bench;
+    bo.device = static_cast<int>(a.gpu);
+    bo.worker_id = WorkerId{"eval"};
+    auto created = BenchService::create(bo);
+    if (!created) return report(created.error());
+    bench = std::move(*created);
+  } else {
+    std::printf(
+        "reward: compile-only (+1 when the final workspace builds, -1 when not; no "
+        "correctness, no speed)\n");
+  }
+  // --policy model:DIR: the checkpoint's engine lives as long as this run.
+  const fs::path log_dir =
+      a.report_dir.empty() ? fs::path(a.store).parent_path() / "eval-logs" : fs::path(a.report_dir);
+  LocalProcesses engine({.log_dir = log_dir.string(), .max_restarts = 0});
+  std::string policy_url;
+  if (a.policy.rfind("model:", 0) == 0) {
+    auto served = serve_checkpoint(a, manifest, gpu, engine);
+    if (!served) return report(served.error());
+    policy_url = *served;
+  }
   CompileServiceOptions so;
   so.compile = manifest.compile;
   auto farm = EmbeddedCompileFarm::start(so, 0);
@@ -186,12 +295,18 @@ int run_eval(const EvalArgs& a) {
       jobs.push_back({.episode_id = id,
                       .task_id = task.id,
                       .evaluation_id = EvaluationId{run.value() + "/" + id.value()},
-                      .prepare = [&, t = &task]() -> Expected<PreparedEpisode> {
-                        ASSIGN_OR_RETURN(std::unique_ptr<PolicyBackend> policy, make_policy(a, *t));
+                      .prepare = [&, t = &task, k]() -> Expected<PreparedEpisode> {
+                        ASSIGN_OR_RETURN(std::unique_ptr<PolicyBackend> policy,
+                                         make_policy(a, *t, policy_url));
                         PreparedEpisode p;
                         p.policy = std::move(policy);
-                        p.tools = std::make_unique<FarmEvaluationTools>(
-                            **client, farm_options, local_bench_evaluator(bench, t->id.value()));
+                        if (compile_only)
+                          p.tools = std::make_unique<CompileOnlyTools>(**client, farm_options);
+                        else
+                          p.tools = std::make_unique<FarmEvaluationTools>(
+                              **client, farm_options, local_bench_evaluator(bench, t->id.value()));
+                        if (a.seed != 0)
+                          p.spec.seed = episode_seed(a.seed, t->id.value(), std::uint64_t(k));
                         p.spec.model_py = t->source;
                         p.spec.policy = p.policy.get();
                         p.spec.tools = p.tools.get();
@@ -262,7 +377,9 @@ int run_eval(const EvalArgs& a) {
     results.push_back(result);
   }
   const EvalSummary summary = summarize(results);
-  const std::string title = "cuda-agent eval " + a.suite + " (" + run.value() + ")";
+  const std::string title =
+      "cuda-agent eval " + a.suite + " (" + run.value() + ")" +
+      (compile_only ? ", compile-only reward: builds +1, else -1; nothing run or timed" : "");
   // The files first: a stop that also closed our stdout (a killed pipeline) must not lose them.
   Status written =
       a.report_dir.empty() ? Status::ok() : write_reports(summary, rows, a.report_dir, title);
@@ -289,8 +406,15 @@ void add_eval_commands(CLI::App& app, CommandResult& result) {
   eval->add_option("--store", a->store, "run store holding the tasks; episodes are added")
       ->required();
   eval->add_option("--policy", a->policy,
-                   "replay:FILE, replay:DIR (DIR/<task name>.jsonl) or openai:URL (up to /v1)")
+                   "replay:FILE, replay:DIR (DIR/<task name>.jsonl), openai:URL (up to /v1) or "
+                   "model:DIR (a checkpoint served by a policy-engine child for this run)")
       ->required();
+  eval->add_option("--reward", a->reward,
+                   "full (the GPU bench) or compile-only (builds: +1, else -1; no GPU needed); "
+                   "default: [rollout] reward of --manifest, else full");
+  eval->add_option("--seed", a->seed,
+                   "fix every episode's sampling seeds (derived from this, the task and the "
+                   "episode index); 0: unseeded");
   eval->add_option("--model", a->model, "model name for openai:URL (key from $OPENAI_API_KEY)");
   eval->add_option("--episodes-per-task", a->episodes_per_task, "episodes per task (best counts)")
       ->check(CLI::Range(1, 1000));

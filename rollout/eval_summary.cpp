@@ -136,6 +136,16 @@ EvalSummary summarize(const std::vector<EvalEpisodeResult>& episodes) {
     if (!inserted && better(e, it->second)) it->second = e;
   }
   EvalSummary s;
+  s.episodes = episodes.size();
+  std::size_t positive = 0;
+  for (const auto& e : episodes) {
+    s.mean_reward += e.reward_tier;
+    positive += e.reward_tier > 0 ? 1 : 0;
+  }
+  if (s.episodes > 0) {
+    s.mean_reward /= double(s.episodes);
+    s.positive_rate = double(positive) / double(s.episodes);
+  }
   std::vector<const EvalEpisodeResult*> all;
   std::map<std::string, std::vector<const EvalEpisodeResult*>> by_subset;
   for (const auto& [id, r] : best) s.best_per_task.push_back(r);
@@ -157,6 +167,8 @@ std::string render_markdown(const EvalSummary& s, const std::string& title) {
       "geomean vs compile |\n|---|---|---|---|---|---|---|\n";
   for (const auto& [name, f] : s.subsets) md += row(name, f);
   md += row("**all**", s.overall);
+  md += fmt::format("\nOver all {} episodes: mean reward {:+.3f}, positive reward {:.1f}%.\n",
+                    s.episodes, s.mean_reward, 100.0 * s.positive_rate);
   md += "\nReward tiers (best episode per task): ";
   bool first = true;
   for (int tier : {-1, 1, 2, 3}) {
@@ -193,6 +205,9 @@ std::string render_html(const EvalSummary& s, const std::string& title) {
   };
   for (const auto& [name, f] : s.subsets) html += html_row(name, f);
   html += html_row("all", s.overall) + "</table>\n";
+  html +=
+      fmt::format("<p>Over all {} episodes: mean reward {:+.3f}, positive reward {:.1f}%.</p>\n",
+                  s.episodes, s.mean_reward, 100.0 * s.positive_rate);
   html += "<h2>Speedup vs torch.compile over correct tasks (log2 bins)</h2>\n" + histogram_svg(s);
   html += "<h2>Per task: speedup vs torch.compile (log scale)</h2>\n" + bars_svg(s);
   return html + "</body></html>\n";

@@ -48,6 +48,11 @@ struct EvalFigures {
 };
 
 struct EvalSummary {
+  /// Over every episode, not the best per task: what a policy earns on average (issue 25's
+  /// figure), and the share of episodes with a positive reward.
+  std::size_t episodes = 0;
+  double mean_reward = 0;
+  double positive_rate = 0;
   EvalFigures overall;
   std::map<std::string, EvalFigures> subsets;    ///< by subset name (absent when all are "")
   std::vector<EvalEpisodeResult> best_per_task;  ///< the result that counted, per task, by id

@@ -32,6 +32,10 @@ TEST(EvalSummary, TableOneFiguresFromTheBestEpisodePerTask) {
   ASSERT_EQ(s.subsets.size(), 2u);
   EXPECT_EQ(s.subsets.at("level1").tasks, 3u);
   EXPECT_NEAR(s.subsets.at("level2").geomean_vs_compile, 4.0, 1e-12);
+  // The mean is over every episode, not the best per task: (3 - 1 + 1 - 1 + 3 + 3) / 6.
+  EXPECT_EQ(s.episodes, 6u);
+  EXPECT_DOUBLE_EQ(s.mean_reward, 8.0 / 6.0);
+  EXPECT_DOUBLE_EQ(s.positive_rate, 4.0 / 6.0);
 
   const std::string md = render_markdown(s, "KernelBench");
   EXPECT_NE(md.find("| level1 | 3 | 66.7% (2/3) | 33.3% (1/3) | 33.3% (1/3) | 1.00x | 0.61x |"),
@@ -39,6 +43,9 @@ TEST(EvalSummary, TableOneFiguresFromTheBestEpisodePerTask) {
       << md;
   EXPECT_NE(md.find("| **all** | 4 | 75.0% (3/4)"), std::string::npos) << md;
   EXPECT_NE(md.find("-1: 1, +1: 1, +2: 0, +3: 2"), std::string::npos) << md;
+  EXPECT_NE(md.find("Over all 6 episodes: mean reward +1.333, positive reward 66.7%."),
+            std::string::npos)
+      << md;
   const std::string html = render_html(s, "KernelBench <eval>");
   EXPECT_NE(html.find("KernelBench &lt;eval&gt;"), std::string::npos);
   EXPECT_NE(html.find("<svg"), std::string::npos);

@@ -1,9 +1,14 @@
 // `cuda-agent eval` without the parts it needs says which part and exits 2, leaving the store
 // usable: a bad policy spec, no tasks of the suite, and (on a machine without a GPU) no bench.
+// And a checkpoint evaluated as a user does on a machine without a GPU: `--policy model:DIR`
+// serves it from a policy-engine child, `--reward compile-only` builds every final workspace with
+// real nvcc, and every report says what the reward measures.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "cli_runner.h"
 
@@ -11,6 +16,7 @@ namespace cuda_agent {
 namespace {
 
 using testing::run_cli;
+using testing::run_shell;
 
 TEST(EvalCli, MissingPartsAreNamed) {
   const std::string store =
@@ -38,6 +44,76 @@ TEST(EvalCli, MissingPartsAreNamed) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   std::error_code ec;
   std::filesystem::remove_all(store, ec);
+}
+
+std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(EvalCli, ServedCheckpointWithCompileOnlyReward) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("eval_cli_model-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "tasks");
+  fs::copy_file(fs::path(CUDA_AGENT_SOURCE_DIR) / "tasks/sample/00005_pad_hardswish.py",
+                dir / "tasks/00005_pad_hardswish.py");
+  const std::string store = (dir / "store").string();
+  auto r =
+      run_cli("tasks import " + (dir / "tasks").string() + " --store " + store + " --suite held");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = run_cli("model init --tiny " + (dir / "model").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+
+  r = run_cli("eval --tasks held --store " + store + " --policy model:" + (dir / "nope").string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("no config.json"), std::string::npos) << r.output;
+  r = run_cli("eval --tasks held --store " + store + " --policy model:" + (dir / "model").string() +
+              " --reward speed");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--reward 'speed': expected full or compile-only"), std::string::npos)
+      << r.output;
+
+  // Short episodes: the tiny random policy gains nothing from long replies or the skill document.
+  std::ofstream(dir / "m.toml") << "[rollout]\nsystem_prompt = \"brief\"\n"
+                                   "max_new_tokens_per_turn = 48\nmax_context_tokens = 8192\n"
+                                   "[model]\ndtype = \"fp32\"\n"
+                                   "[[nodes]]\nhost = \"localhost\"\ngpus = 0\n"
+                                   "roles = [\"coordinator\", \"learner\", \"rollout\", "
+                                   "\"compile\"]\n";
+  auto eval = [&](const std::string& run, const std::string& report) {
+    return run_cli("eval --tasks held --store " + store + " --policy model:" +
+                   (dir / "model").string() + " --manifest " + (dir / "m.toml").string() +
+                   " --reward compile-only --episodes-per-task 2 --seed 5 --max-turns 1 "
+                   "--run-id " +
+                   run + " --report-dir " + (dir / report).string());
+  };
+  r = eval("a", "rep-a");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("compile-only reward: builds +1, else -1"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("Over all 2 episodes: mean reward"), std::string::npos) << r.output;
+  EXPECT_NE(read_file(dir / "rep-a/summary.html").find("compile-only reward"), std::string::npos);
+  // The engine child is gone with the run.
+  EXPECT_EQ(
+      run_shell("pgrep -f '[p]olicy-engine --model " + (dir / "model").string() + "'").exit_code,
+      1);
+  // The same seed, the same draws: a second run's episodes sample the same tokens.
+  r = eval("b", "rep-b");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto turns = [&](const std::string& report) {
+    std::string rows = read_file(dir / report / "episodes.jsonl"), out;
+    // Only what the policy did: the episode and run ids differ between the runs.
+    for (const char* key : {"\"reward\"", "\"turns\"", "\"invalid_tool_calls\""})
+      for (std::size_t at = rows.find(key); at != std::string::npos; at = rows.find(key, at + 1))
+        out += rows.substr(at, rows.find_first_of(",}", at) - at) + ";";
+    return out;
+  };
+  EXPECT_FALSE(turns("rep-a").empty());
+  EXPECT_EQ(turns("rep-a"), turns("rep-b"));
+  fs::remove_all(dir);
 }
 
 }  // namespace
