@@ -318,12 +318,15 @@ void add_list_show(CLI::App& tasks, CommandResult& result) {
 
 }  // namespace
 
+void add_tasks_corpus_command(CLI::App& tasks, CommandResult& result);  // tasks_corpus_command.cpp
+
 void add_tasks_commands(CLI::App& app, CommandResult& result) {
   auto* tasks = app.add_subcommand("tasks", "Task sets: import, synthesize, filter, list");
   tasks->require_subcommand(1);
   add_import(*tasks, result);
   add_synth(*tasks, result);
   add_tasks_filter_command(*tasks, result);
+  add_tasks_corpus_command(*tasks, result);
   add_list_show(*tasks, result);
 }
 

@@ -33,20 +33,6 @@ ToolRun error_run(std::string text, bool invalid_call = false) {
   return {std::move(text), true, invalid_call, false};
 }
 
-// The compile report without the lines about the build machine (toolchain, host, sandbox):
-// the agent needs its kernels, not our set-up.
-std::string compile_observation(const CompileResult& r) {
-  std::istringstream in(compile_report_text(r));
-  std::string out;
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("toolchain:", 0) == 0 || line.rfind("host:", 0) == 0 ||
-        line.rfind("sandbox:", 0) == 0)
-      continue;
-    out += line + "\n";
-  }
-  return out;
-}
-
 class EpisodeRunner {
  public:
   explicit EpisodeRunner(const EpisodeSpec& spec) : spec_(spec), workspace_(spec.model_py) {}
@@ -345,6 +331,18 @@ std::string task_prompt(const std::string& model_py) {
          "\n```\n\nWrite kernels/*.cu with extern \"C\" launchers and model_new.py with class "
          "ModelNew, compile and verify until it is correct, then benchmark and improve it. Call "
          "finish() when you are done.";
+}
+
+std::string compile_observation(const CompileResult& r) {
+  std::istringstream in(compile_report_text(r));
+  std::string out;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("toolchain:", 0) == 0 || line.rfind("host:", 0) == 0 ||
+        line.rfind("sandbox:", 0) == 0)
+      continue;
+    out += line + "\n";
+  }
+  return out;
 }
 
 Episode run_episode(const EpisodeSpec& spec, EvaluationOutcome* final_outcome) {

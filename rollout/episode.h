@@ -102,6 +102,10 @@ struct EpisodeSpec {
 /// The prompt that opens an episode: the task and what to do.
 std::string task_prompt(const std::string& model_py);
 
+/// What the compile tool shows the agent: the compile report without the lines about the build
+/// machine (toolchain, host, sandbox); the agent needs its kernels, not our set-up.
+std::string compile_observation(const CompileResult& r);
+
 /// Runs the episode to its end. Never throws; problems of the policy end the episode as aborted
 /// with the error in the last tool turn. `final_outcome`, when given, receives the final
 /// evaluation (tier -1 and no report when there was none).
