@@ -2,6 +2,8 @@
 // learn`; a separate executable so that `cuda-agent` stays torch-free).
 //
 //   cuda-agent-learn sft   --store DIR --run RUN --model DIR --out DIR [--steps N] ...
+//   cuda-agent-learn sft   --corpus FILE --model DIR --out DIR [--corpus-split train|all|S]
+//                          [--max-tokens N] [--corpus-reward compile-only|tier] [--steps N] ...
 //   cuda-agent-learn value --store DIR --run RUN --model DIR --out DIR [--critic DIR] ...
 //   cuda-agent-learn ppo   --store DIR --run RUN --model DIR --out DIR [--critic DIR] ...
 //   cuda-agent-learn serve --store DIR --run RUN --model DIR --out DIR
@@ -28,6 +30,13 @@
 // tcp://HOST:PORT); each trains its share of every batch. One metrics line per step on stdout;
 // --metrics FILE appends them as JSON Lines.
 //
+// Corpus: sft --corpus FILE trains on a seed corpus instead (learner/corpus_sequences.h): the
+// transcripts of --corpus-split, tokenized with --model's tokenizer exactly as RL will see them;
+// one longer than --max-tokens (default: the model's max_position_embeddings) is refused, not
+// truncated, like a malformed line (learner.bad_corpus_line). At the end it prints the mean token
+// accuracy (greedy next token == the transcript's, over trained tokens) on --accuracy-sequences
+// of them, evenly spaced.
+//
 // Exit codes: 0 done, 1 the job failed, 2 bad input.
 #include <pthread.h>
 #include <unistd.h>
@@ -50,6 +59,7 @@
 #include "cli/stop_signals.h"
 #include "coordinator/coordinator_client.h"
 #include "learner/checkpoint.h"
+#include "learner/corpus_sequences.h"
 #include "learner/episode_source.h"
 #include "learner/learner_group.h"
 #include "learner/learner_service.h"
@@ -69,6 +79,10 @@ int report(const Error& e) {
 struct LearnArgs {
   std::string mode;  // sft | value | ppo | serve
   std::string store, run, model, critic, out, metrics, device = "cpu", dtype, rendezvous;
+  // sft --corpus
+  std::string corpus, corpus_split = "train", corpus_reward = "compile-only";
+  std::int64_t max_tokens = 0;           // 0: the model's max_position_embeddings
+  std::int64_t accuracy_sequences = 32;  // 0: every sequence
   std::int64_t steps = 100, batch_episodes = 16, micro_batch_tokens = 32'768;
   std::int64_t checkpoint_every = 20, warmup_steps = 0, epochs = 1, keep_last = 3;
   double lr = 1e-5, critic_lr = 6e-6, max_grad_norm = 1.0, weight_decay = 0.0, temperature = 1.0;
@@ -118,7 +132,79 @@ std::vector<std::size_t> batch_for_step(std::uint64_t seed, std::uint64_t step, 
   return out;
 }
 
-Expected<std::vector<TrainSequence>> load_data(const LearnArgs& a, std::int64_t vocab) {
+// sft --corpus: the transcripts as training sequences, tokenized with the model's tokenizer.
+Expected<std::vector<TrainSequence>> load_corpus(const LearnArgs& a, const ModelConfig& config) {
+  ASSIGN_OR_RETURN(Tokenizer tok, Tokenizer::load(a.model + "/tokenizer.json"));
+  ASSIGN_OR_RETURN(ChatFormat format,
+                   ChatFormat::create(std::make_shared<const Tokenizer>(std::move(tok))));
+  if (a.corpus_reward != "compile-only" && a.corpus_reward != "tier")
+    return make_error(ErrorCategory::kInvalidInput, "cli.usage",
+                      "--corpus-reward: compile-only or tier (got '" + a.corpus_reward + "')");
+  CorpusSequenceOptions o{
+      .reward = a.corpus_reward == "tier" ? CorpusReward::kTier : CorpusReward::kCompileOnly,
+      .split = a.corpus_split,
+      .limits = {.vocab_size = config.vocab_size,
+                 .max_tokens = a.max_tokens > 0 ? a.max_tokens : config.max_position_embeddings}};
+  ASSIGN_OR_RETURN(CorpusSequences loaded, load_corpus_sequences(a.corpus, format, o));
+  for (const Error& e : loaded.refused)
+    std::fprintf(stderr, "cuda-agent-learn: refused: %s\n", e.to_string().c_str());
+  std::int64_t tokens = 0, model_tokens = 0, longest = 0;
+  for (const TrainSequence& s : loaded.sequences) {
+    tokens += s.size();
+    model_tokens += s.model_tokens();
+    longest = std::max(longest, s.size());
+  }
+  if (loaded.sequences.empty())
+    return make_error(ErrorCategory::kNotFound, "learner.no_data",
+                      a.corpus + ": no transcript to train on (" + std::to_string(loaded.lines) +
+                          " lines, " + std::to_string(loaded.other_split) +
+                          " of another split than '" + a.corpus_split + "', " +
+                          std::to_string(loaded.refused.size()) + " refused)");
+  std::printf(
+      "data: %zu sequences from %s (split %s; %zu of other splits, %zu refused): %lld "
+      "tokens, %lld trained on, longest %lld (limit %lld)\n",
+      loaded.sequences.size(), a.corpus.c_str(), a.corpus_split.c_str(), loaded.other_split,
+      loaded.refused.size(), static_cast<long long>(tokens), static_cast<long long>(model_tokens),
+      static_cast<long long>(longest), static_cast<long long>(o.limits.max_tokens));
+  return std::move(loaded.sequences);
+}
+
+// Greedy next-token accuracy over the trained (mask-1) tokens: how well the model reproduces
+// the transcripts. One full forward per sequence (logits [T, vocab]: small models only).
+struct TokenAccuracy {
+  std::int64_t correct = 0, tokens = 0;
+  double mean() const { return tokens > 0 ? double(correct) / double(tokens) : 0.0; }
+};
+
+Expected<TokenAccuracy> token_accuracy(const Transformer& model,
+                                       const std::vector<TrainSequence>& data) {
+  TokenAccuracy acc;
+  try {
+    at::NoGradGuard no_grad;
+    for (const TrainSequence& s : data) {
+      const std::int64_t T = s.size();
+      if (T < 2) continue;
+      const at::Tensor ids = at::tensor(s.ids, at::TensorOptions().dtype(at::kLong));  // [T]
+      const at::Tensor mask =
+          at::tensor(std::vector<std::int64_t>(s.loss_mask.begin(), s.loss_mask.end()),
+                     at::TensorOptions().dtype(at::kLong))
+              .narrow(0, 1, T - 1)
+              .to(at::kBool);  // [T-1]: token t+1 is trained on
+      const at::Tensor logits = model.forward(ids.to(model.device()).view({1, T}));  // [1,T,V]
+      const at::Tensor guess = logits.squeeze(0).narrow(0, 0, T - 1).argmax(-1).to(at::kCPU);
+      const at::Tensor hit = guess.eq(ids.narrow(0, 1, T - 1)).logical_and(mask);
+      acc.correct += hit.sum().item<std::int64_t>();
+      acc.tokens += mask.sum().item<std::int64_t>();
+    }
+  } catch (const c10::Error& e) {
+    return make_error(ErrorCategory::kInternal, "learner.torch_error", e.what_without_backtrace());
+  }
+  return acc;
+}
+
+Expected<std::vector<TrainSequence>> load_data(const LearnArgs& a, const ModelConfig& config) {
+  if (!a.corpus.empty()) return load_corpus(a, config);
+  const std::int64_t vocab = config.vocab_size;
   StoreOptions so;
   so.dir = a.store;
   ASSIGN_OR_RETURN(auto store, RunStore::open(so, StoreMode::kReadOnly));
@@ -203,7 +289,7 @@ int run_learn(const LearnArgs& a) {
     }
     critic = Critic{std::move(*backbone), std::move(head)};
   }
-  auto data = load_data(a, actor->config().vocab_size);
+  auto data = load_data(a, actor->config());
   if (!data) return report(data.error());
 
   auto group = make_group(a, *device);
@@ -237,13 +323,34 @@ int run_learn(const LearnArgs& a) {
       if (metrics.is_open()) metrics << m->to_json().dump() << "\n" << std::flush;
     }
     if (t.steps() % std::uint64_t(a.checkpoint_every) == 0 || t.steps() == std::uint64_t(a.steps)) {
-      Status s = t.save_checkpoint(a.out, {{"mode", a.mode}, {"run", a.run}, {"seed", a.seed}});
+      nlohmann::json extra = {{"mode", a.mode}, {"seed", a.seed}};
+      if (a.corpus.empty()) {
+        extra["run"] = a.run;
+      } else {
+        extra["corpus"] = a.corpus;
+        extra["corpus_split"] = a.corpus_split;
+      }
+      Status s = t.save_checkpoint(a.out, extra);
       if (!s) return report(s.error());
     }
   }
   if (a.rank == 0)
     std::printf("done: %llu steps; checkpoints under %s\n",
                 static_cast<unsigned long long>(t.steps()), a.out.c_str());
+  if (a.rank == 0 && !a.corpus.empty()) {
+    // An evenly spaced sample (a full forward per sequence is slow on a CPU: math attention).
+    std::vector<TrainSequence> sample;
+    const std::size_t k =
+        a.accuracy_sequences > 0 ? std::min<std::size_t>(n, std::size_t(a.accuracy_sequences)) : n;
+    for (std::size_t i = 0; i < k; ++i) sample.push_back((*data)[i * n / k]);
+    Expected<TokenAccuracy> acc = token_accuracy(t.actor(), sample);
+    if (!acc) return report(acc.error());
+    std::printf(
+        "token accuracy: %.4f (%lld of %lld trained tokens predicted greedily, %zu of "
+        "%zu sequences)\n",
+        acc->mean(), static_cast<long long>(acc->correct), static_cast<long long>(acc->tokens), k,
+        n);
+  }
   return 0;
 }
 
@@ -417,13 +524,39 @@ int main(int argc, char** argv) {
   for (const char* mode : {"sft", "value", "ppo", "serve"}) {
     const std::string m = mode;
     auto* sub = app.add_subcommand(
-        mode, m == "sft"     ? "RFT / SFT on the run's positive, completed episodes"
+        mode, m == "sft"     ? "RFT / SFT on the run's positive, completed episodes, or on a seed "
+                               "corpus (--corpus)"
               : m == "value" ? "value pretraining of the critic on GAE returns"
               : m == "ppo" ? "PPO with a critic (or a reward baseline) on every episode of the run"
                            : "the run's learner, driven by the coordinator: trains the steps it "
                              "is sent and publishes each version to the policy engines");
-    sub->add_option("--store", a.store, "run store directory")->required();
-    sub->add_option("--run", a.run, "run id in the store")->required();
+    auto* store_opt = sub->add_option("--store", a.store, "run store directory");
+    auto* run_opt = sub->add_option("--run", a.run, "run id in the store");
+    if (m == "sft") {
+      // Either the run store's RFT selection or a corpus file (checked after parsing).
+      sub->add_option("--corpus", a.corpus,
+                      "train on this seed corpus (cuda-agent-corpus JSON Lines, `cuda-agent tasks "
+                      "corpus`) instead of --store/--run");
+      sub->add_option("--corpus-split", a.corpus_split,
+                      "the corpus lines trained on: those of this split, or all")
+          ->capture_default_str();
+      sub->add_option("--corpus-reward", a.corpus_reward,
+                      "sequence reward from the line's expected_compile_only or expected_tier "
+                      "(compile-only | tier; SFT does not use it)")
+          ->capture_default_str();
+      sub->add_option("--max-tokens", a.max_tokens,
+                      "longest transcript accepted (longer ones are refused, not truncated); "
+                      "default: the model's max_position_embeddings")
+          ->check(CLI::PositiveNumber);
+      sub->add_option("--accuracy-sequences", a.accuracy_sequences,
+                      "token accuracy at the end on this many corpus sequences, evenly spaced "
+                      "(0: all)")
+          ->check(CLI::NonNegativeNumber)
+          ->capture_default_str();
+    } else {
+      store_opt->required();
+      run_opt->required();
+    }
     sub->add_option("--model", a.model, "actor: Hugging Face model directory")->required();
     sub->add_option("--out", a.out,
                     m == "serve" ? "the learner's directory: checkpoints/ (resumed from) and "
@@ -506,6 +639,16 @@ int main(int argc, char** argv) {
     sub->callback([&a, mode] { a.mode = mode; });
   }
   CLI11_PARSE(app, argc, argv);
+  if (a.mode == "sft") {
+    const bool store = !a.store.empty() || !a.run.empty();
+    if (store && !a.corpus.empty())
+      return report(make_error(ErrorCategory::kInvalidInput, "cli.usage",
+                               "sft: --corpus or --store/--run, not both"));
+    if (a.corpus.empty() && (a.store.empty() || a.run.empty()))
+      return report(make_error(ErrorCategory::kInvalidInput, "cli.usage",
+                               "sft: --store DIR --run RUN (the run's RFT selection) or --corpus "
+                               "FILE (a seed corpus)"));
+  }
   if (a.mode == "serve" && device_option != nullptr && device_option->count() == 0)
     a.device = "auto";
   if (a.world_size > 1 && a.rendezvous.empty()) {

@@ -2,7 +2,13 @@
 // executable so that `cuda-agent` itself stays torch-free (no 1 s libtorch start-up, no torch
 // build for the coordinator); `cuda-agent model init|generate|logits` exec this binary.
 //
-//   cuda-agent-model init --tiny DIR [--arch qwen2|llama|qwen3] [--dtype fp32|bf16] [--seed N]
+//   cuda-agent-model init [--tiny] DIR [--arch qwen2|llama|qwen3] [--dtype fp32|bf16] [--seed N]
+//                    [--params 1M|10M|...] [--layers N] [--hidden H] [--heads A] [--kv-heads K]
+//                    [--intermediate I] [--max-positions P]
+//                    [--tokenizer-corpus CORPUS.jsonl] [--tokenizer-text FILE]... [--merges M]
+//     (no shape flag: today's tiny model, 2 layers, hidden 64; --params picks the nearest of a
+//     ladder of shapes, e.g. ~1M: 4 layers, hidden 128; ~10M: 8 layers, hidden 320; the
+//     tokenizer is the built-in tiny one unless training text is given, its chat tokens the same)
 //   cuda-agent-model generate DIR --prompt TEXT [--max-new-tokens N] [--temperature T]
 //                    [--top-p P] [--top-k K] [--seed N] [--device cpu|cuda] [--dtype ...] [--json]
 //   cuda-agent-model generate DIR --input PROMPTS.jsonl --json    ({"ids":[...]} per line)
@@ -13,11 +19,14 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 
+#include "model/chat_format.h"
 #include "model/generate.h"
 #include "model/safetensors.h"
 #include "model/tiny_tokenizer.h"
@@ -38,27 +47,204 @@ struct InitArgs {
   std::string dir, arch = "qwen2", dtype = "fp32";
   bool tiny = false;
   std::uint64_t seed = 0;
+  // The shape: 0 keeps the --params preset's value, or today's --tiny model's.
+  std::int64_t layers = 0, hidden = 0, heads = 0, kv_heads = 0, intermediate = 0;
+  std::int64_t max_positions = 4096;
+  std::string params;  // "1M", "10M", "250K", "3000000": the preset nearest to that many
+  // The tokenizer: the built-in tiny one, or trained on these too.
+  std::string tokenizer_corpus;
+  std::vector<std::string> tokenizer_texts;
+  int merges = 500;
 };
 
+// One row of the --params ladder: head_dim 16 up to hidden 96, then 32; KV heads a divisor of
+// the query heads (GQA, as Qwen2.5); SwiGLU 3 x hidden.
+struct Shape {
+  std::int64_t hidden, layers, heads, kv_heads, intermediate;
+};
+constexpr Shape kShapes[] = {
+    {64, 2, 4, 2, 192},     {96, 3, 6, 2, 288},     {128, 4, 4, 2, 384},     {192, 4, 6, 2, 576},
+    {256, 6, 8, 4, 768},    {320, 8, 10, 5, 960},   {384, 8, 12, 4, 1152},   {512, 8, 16, 4, 1536},
+    {640, 10, 20, 4, 1920}, {768, 12, 24, 8, 2304}, {1024, 16, 32, 8, 3072},
+};
+
+// Trainable parameters of a config, as Transformer::parameters() holds them.
+std::int64_t parameter_count(const ModelConfig& c) {
+  const std::int64_t h = c.hidden_size, d = c.head_dim, q = c.num_attention_heads * d,
+                     kv = c.num_key_value_heads * d;
+  std::int64_t layer = 2 * h + h * q + 2 * h * kv + q * h + 3 * h * c.intermediate_size;
+  if (c.attention_bias) layer += q + 2 * kv;
+  if (c.qk_norm) layer += 2 * d;
+  const std::int64_t embed = c.vocab_size * h * (c.tie_word_embeddings ? 1 : 2);
+  return embed + c.num_hidden_layers * layer + h;
+}
+
+void apply_shape(ModelConfig& c, const Shape& s) {
+  c.hidden_size = s.hidden;
+  c.num_hidden_layers = s.layers;
+  c.num_attention_heads = s.heads;
+  c.num_key_value_heads = s.kv_heads;
+  c.intermediate_size = s.intermediate;
+  c.head_dim = s.hidden / s.heads;
+}
+
+// "10M", "1.5m", "250K", "3000000" -> a count.
+Expected<double> parse_count(const std::string& text) {
+  char* end = nullptr;
+  double x = std::strtod(text.c_str(), &end);
+  std::string unit = end ? std::string(end) : "";
+  double scale = unit.empty()                                ? 1
+                 : unit == "K" || unit == "k"                ? 1e3
+                 : unit == "M" || unit == "m"                ? 1e6
+                 : unit == "B" || unit == "b" || unit == "G" ? 1e9
+                                                             : 0;
+  if (end == text.c_str() || scale == 0 || !(x > 0))
+    return make_error(ErrorCategory::kInvalidInput, "cli.usage",
+                      "--params '" + text + "': a positive count like 1M, 10M or 250K");
+  return x * scale;
+}
+
+// The model's config: today's --tiny model, or the --params preset nearest (in ratio) to the
+// count asked for with this vocabulary, then each shape flag given on top.
+Expected<ModelConfig> init_config(const InitArgs& a, std::int64_t vocab) {
+  ModelConfig c = tiny_model_config(a.arch, vocab, /*head_dim=*/16);
+  if (!a.params.empty()) {
+    ASSIGN_OR_RETURN(double target, parse_count(a.params));
+    double best = 0;
+    for (const Shape& s : kShapes) {
+      ModelConfig t = c;
+      apply_shape(t, s);
+      const double off = std::abs(std::log(double(parameter_count(t)) / target));
+      if (&s == &kShapes[0] || off < best) {
+        best = off;
+        apply_shape(c, s);
+      }
+    }
+  }
+  if (a.hidden > 0) c.hidden_size = a.hidden;
+  if (a.layers > 0) c.num_hidden_layers = a.layers;
+  if (a.heads > 0) c.num_attention_heads = a.heads;
+  if (a.kv_heads > 0) c.num_key_value_heads = a.kv_heads;
+  if (a.intermediate > 0) c.intermediate_size = a.intermediate;
+  c.max_position_embeddings = a.max_positions;
+  auto usage = [](const std::string& m) {
+    return make_error(ErrorCategory::kInvalidInput, "cli.usage", m);
+  };
+  if (c.hidden_size % c.num_attention_heads != 0)
+    return usage("--hidden " + std::to_string(c.hidden_size) + " is not a multiple of --heads " +
+                 std::to_string(c.num_attention_heads));
+  c.head_dim = c.hidden_size / c.num_attention_heads;
+  if (c.head_dim % 2 != 0)
+    return usage("head dimension " + std::to_string(c.head_dim) +
+                 " (hidden / heads) is odd: "
+                 "RoPE needs an even one");
+  if (c.num_attention_heads % c.num_key_value_heads != 0)
+    return usage("--heads " + std::to_string(c.num_attention_heads) +
+                 " is not a multiple of --kv-heads " + std::to_string(c.num_key_value_heads));
+  return c;
+}
+
+// Training text from one --tokenizer-corpus or --tokenizer-text file. A cuda-agent-corpus line
+// (rollout/seed_corpus.h) gives its transcript as the chat template renders it (system prompt,
+// tools, user, assistant and tool messages: the text the tokenizer will meet); anything else is
+// taken as it is.
+Expected<std::vector<std::string>> tokenizer_training_text(const std::string& path,
+                                                           const ChatFormat& format) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return make_error(ErrorCategory::kNotFound, "cli.no_input", path + ": cannot open");
+  auto str = [](const nlohmann::ordered_json& o, const char* key) {
+    auto it = o.find(key);
+    return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  std::vector<std::string> out;
+  std::string plain, line;
+  while (std::getline(in, line)) {
+    auto j = nlohmann::ordered_json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || str(j, "format") != "cuda-agent-corpus" ||
+        !j.contains("messages") || !j["messages"].is_array()) {
+      plain += line + "\n";
+      continue;
+    }
+    std::vector<ChatMessage> messages = {{ChatRole::kSystem, str(j, "system"), {}}};
+    for (const auto& m : j["messages"]) {
+      if (!m.is_object()) continue;
+      const std::string role = str(m, "role");
+      ChatMessage cm{role == "assistant" ? ChatRole::kAssistant
+                     : role == "tool"    ? ChatRole::kTool
+                                         : ChatRole::kUser,
+                     str(m, "content"),
+                     {}};
+      if (m.contains("tool_calls") && m["tool_calls"].is_array()) {
+        for (const auto& c : m["tool_calls"]) {
+          if (c.is_object() && !str(c, "name").empty())
+            cm.tool_calls.push_back(
+                {str(c, "name"), c.contains("arguments") ? c["arguments"].dump() : "{}"});
+        }
+      }
+      messages.push_back(std::move(cm));
+    }
+    std::vector<std::string> tools;  // as the engine shows them: keys sorted
+    if (j.contains("tools") && j["tools"].is_array())
+      for (const auto& t : j["tools"]) tools.push_back(nlohmann::json::parse(t.dump()).dump());
+    auto text = format.render(messages, tools, false);
+    if (!text) return text.error();
+    out.push_back(std::move(*text));
+  }
+  if (!plain.empty()) out.push_back(std::move(plain));
+  return out;
+}
+
+Expected<TinyTokenizerOptions> tokenizer_options(const InitArgs& a) {
+  TinyTokenizerOptions o{.merges = a.merges};
+  std::vector<std::string> files = a.tokenizer_texts;
+  if (!a.tokenizer_corpus.empty()) files.insert(files.begin(), a.tokenizer_corpus);
+  if (files.empty()) return o;
+  // The built-in tokenizer renders the transcripts (rendering needs no merges).
+  ASSIGN_OR_RETURN(std::string json, tiny_tokenizer_json({.merges = 0}));
+  ASSIGN_OR_RETURN(Tokenizer builtin, Tokenizer::from_json(json, "built-in tiny tokenizer"));
+  ASSIGN_OR_RETURN(ChatFormat format,
+                   ChatFormat::create(std::make_shared<const Tokenizer>(std::move(builtin))));
+  for (const std::string& f : files) {
+    ASSIGN_OR_RETURN(std::vector<std::string> texts, tokenizer_training_text(f, format));
+    for (std::string& t : texts) o.extra_text.push_back(std::move(t));
+  }
+  return o;
+}
+
 int run_init(const InitArgs& a) {
-  if (!a.tiny)
-    return report(
-        make_error(ErrorCategory::kInvalidInput, "cli.usage", "only --tiny is implemented"));
-  if (Status s = write_tiny_tokenizer(a.dir); !s) return report(s.error());
-  auto tok = Tokenizer::load(a.dir + "/tokenizer.json");
-  if (!tok) return report(tok.error());
   auto dtype = parse_dtype_name(a.dtype);
   if (!dtype) return report(dtype.error());
   if (a.arch != "qwen2" && a.arch != "llama" && a.arch != "qwen3") {
     return report(
         make_error(ErrorCategory::kInvalidInput, "cli.usage", "--arch: qwen2, llama or qwen3"));
   }
-  ModelConfig c = tiny_model_config(a.arch, std::int64_t(tok->vocab_size()), /*head_dim=*/16);
+  auto topts = tokenizer_options(a);
+  if (!topts) return report(topts.error());
+  if (Status s = write_tiny_tokenizer(a.dir, *topts); !s) return report(s.error());
+  auto tok = Tokenizer::load(a.dir + "/tokenizer.json");
+  if (!tok) return report(tok.error());
+  auto config = init_config(a, std::int64_t(tok->vocab_size()));
+  if (!config) return report(config.error());
+  ModelConfig& c = *config;
   if (auto eos = tok->token_to_id("<|endoftext|>")) c.eos_token_id = *eos;
   Transformer m = Transformer::random(c, a.seed, {.dtype = *dtype});
+  std::int64_t count = 0;
+  for (const auto& [name, t] : m.parameters()) count += t.numel();
   if (Status s = m.save(a.dir); !s) return report(s.error());
-  std::printf("wrote %s/{config.json,model.safetensors,tokenizer.json}: %s, vocab %lld\n",
-              a.dir.c_str(), a.arch.c_str(), static_cast<long long>(c.vocab_size));
+  std::printf(
+      "wrote %s/{config.json,model.safetensors,tokenizer.json}: %s, vocab %lld%s, "
+      "%lld parameters (%.2fM): layers %lld, hidden %lld, heads %lld/%lld kv, head_dim "
+      "%lld, intermediate %lld, max positions %lld\n",
+      a.dir.c_str(), a.arch.c_str(), static_cast<long long>(c.vocab_size),
+      topts->extra_text.empty() ? " (built-in tokenizer)" : " (tokenizer fitted to the text given)",
+      static_cast<long long>(count), double(count) / 1e6,
+      static_cast<long long>(c.num_hidden_layers), static_cast<long long>(c.hidden_size),
+      static_cast<long long>(c.num_attention_heads), static_cast<long long>(c.num_key_value_heads),
+      static_cast<long long>(c.head_dim), static_cast<long long>(c.intermediate_size),
+      static_cast<long long>(c.max_position_embeddings));
+  if (count != parameter_count(c))
+    std::fprintf(stderr, "cuda-agent-model: note: the shape formula counts %lld parameters\n",
+                 static_cast<long long>(parameter_count(c)));
   return 0;
 }
 
@@ -254,8 +440,34 @@ int main(int argc, char** argv) {
 
   InitArgs init_args;
   auto* init = app.add_subcommand("init", "Write a small random model in Hugging Face format");
-  init->add_flag("--tiny", init_args.tiny, "a tiny random model (2 layers, hidden 64)")->required();
+  init->add_flag("--tiny", init_args.tiny,
+                 "the tiny shape (2 layers, hidden 64, 4/2 heads, intermediate 80): the default "
+                 "when neither --params nor a shape flag is given");
   init->add_option("dir", init_args.dir, "output directory (created)")->required();
+  init->add_option("--params", init_args.params,
+                   "about this many parameters (1M, 10M, 250K): the nearest of a ladder of "
+                   "shapes for the tokenizer's vocabulary; shape flags override its fields");
+  init->add_option("--layers", init_args.layers, "transformer layers")->check(CLI::PositiveNumber);
+  init->add_option("--hidden", init_args.hidden, "hidden size")->check(CLI::PositiveNumber);
+  init->add_option("--heads", init_args.heads, "query heads (head_dim = hidden / heads)")
+      ->check(CLI::PositiveNumber);
+  init->add_option("--kv-heads", init_args.kv_heads, "key/value heads (divides --heads)")
+      ->check(CLI::PositiveNumber);
+  init->add_option("--intermediate", init_args.intermediate, "SwiGLU intermediate size")
+      ->check(CLI::PositiveNumber);
+  init->add_option("--max-positions", init_args.max_positions,
+                   "max_position_embeddings: the longest sequence the engine and learner take")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  init->add_option("--tokenizer-corpus", init_args.tokenizer_corpus,
+                   "train the tokenizer's merges on this file too: a cuda-agent-corpus JSONL "
+                   "(each transcript as the chat template renders it) or plain text");
+  init->add_option("--tokenizer-text", init_args.tokenizer_texts,
+                   "more plain-text training files for the tokenizer (repeatable; e.g. "
+                   "rollout/agent_skill.md)");
+  init->add_option("--merges", init_args.merges, "BPE merges to learn")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   init->add_option("--arch", init_args.arch, "qwen2, llama or qwen3")->capture_default_str();
   init->add_option("--dtype", init_args.dtype, "fp32, bf16 or fp16")->capture_default_str();
   init->add_option("--seed", init_args.seed, "weights seed")->capture_default_str();

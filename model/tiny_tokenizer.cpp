@@ -4,7 +4,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
+#include <set>
+#include <tuple>
 #include <vector>
 
 #include "model/pcre_regex.h"
@@ -175,21 +178,54 @@ constexpr Added kAdded[] = {
     {"</tool_response>", false}, {"<think>", false},      {"</think>", false},
 };
 
-}  // namespace
-
-Expected<std::string> tiny_tokenizer_json(const TinyTokenizerOptions& options) {
-  using ordered = nlohmann::ordered_json;
-  // Pre-tokenize the corpus with Qwen2's regex and count the words.
-  ASSIGN_OR_RETURN(auto regex, PcreRegex::compile(kQwen2SplitPattern, false, "tiny tokenizer"));
+// Word counts of `text` as Qwen2's regex splits it, added to `counts`.
+Status count_words(const PcreRegex& regex, std::string_view text,
+                   std::map<std::string, std::int64_t>& counts) {
   std::vector<MatchSpan> spans;
-  RETURN_IF_ERROR(regex->find_all(kCorpus, spans));
-  std::map<std::string, std::int64_t> counts;
-  for (const auto& [b, e] : spans) ++counts[std::string(kCorpus.substr(b, e - b))];
+  RETURN_IF_ERROR(regex.find_all(text, spans));
+  for (const auto& [b, e] : spans) ++counts[std::string(text.substr(b, e - b))];
+  return Status::ok();
+}
 
-  std::vector<std::string> tokens;  // bytes of every token, by id
-  for (int b = 0; b < 256; ++b) tokens.emplace_back(1, static_cast<char>(b));
-  std::map<std::string, int> id_of;
-  for (int b = 0; b < 256; ++b) id_of[tokens[b]] = b;
+// Word counts of extra training text: normalized as encode normalizes it, and cut at the added
+// tokens (encode never lets a merge cross one), so that merges go to what BPE will really see.
+Status count_extra_words(const PcreRegex& regex, std::string_view raw, bool nfc,
+                         std::map<std::string, std::int64_t>& counts) {
+  std::string text;
+  if (nfc) {
+    RETURN_IF_ERROR(nfc_normalize(raw, text));
+  } else {
+    text = std::string(raw);
+  }
+  // The next occurrence of each added token at or after `pos`, searched again only once passed,
+  // so a long text is scanned once per added token.
+  std::vector<std::size_t> next;
+  for (const Added& a : kAdded) next.push_back(text.find(a.content));
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t cut = text.size(), cut_len = 0;
+    for (std::size_t k = 0; k < std::size(kAdded); ++k) {
+      if (next[k] != std::string::npos && next[k] < pos)
+        next[k] = text.find(kAdded[k].content, pos);
+      if (next[k] < cut) {
+        cut = next[k];
+        cut_len = std::string_view(kAdded[k].content).size();
+      }
+    }
+    RETURN_IF_ERROR(count_words(regex, std::string_view(text).substr(pos, cut - pos), counts));
+    pos = cut + cut_len;
+  }
+  return Status::ok();
+}
+
+// Byte-pair merges learnt from word counts, most frequent pair first (ties: the smallest pair of
+// ids), until `max_merges` or no pair is seen twice. Pair counts are kept up to date word by word
+// (only words holding the merged pair change), which gives the same merges as recounting every
+// pair after every merge. `tokens` holds every token's bytes by id, bytes first; merged tokens
+// are appended to it.
+std::vector<std::pair<int, int>> learn_merges(const std::map<std::string, std::int64_t>& counts,
+                                              int max_merges, std::vector<std::string>& tokens) {
+  using Pair = std::pair<int, int>;
   struct Word {
     std::vector<int> symbols;
     std::int64_t count;
@@ -200,43 +236,71 @@ Expected<std::string> tiny_tokenizer_json(const TinyTokenizerOptions& options) {
     for (unsigned char c : text) w.symbols.push_back(c);
     words.push_back(std::move(w));
   }
+  std::map<std::string, int> id_of;
+  for (std::size_t id = 0; id < tokens.size(); ++id) id_of[tokens[id]] = static_cast<int>(id);
 
-  std::vector<std::pair<int, int>> merges;
-  for (int m = 0; m < options.merges; ++m) {
-    std::map<std::pair<int, int>, std::int64_t> pair_counts;
-    for (const Word& w : words) {
-      for (std::size_t i = 0; i + 1 < w.symbols.size(); ++i)
-        pair_counts[{w.symbols[i], w.symbols[i + 1]}] += w.count;
+  std::map<Pair, std::int64_t> pair_counts;
+  std::map<Pair, std::set<std::size_t>> words_with;       // words that hold the pair (or did)
+  std::set<std::tuple<std::int64_t, int, int>> by_count;  // (-count, left, right)
+  auto adjust = [&](const Pair& p, std::int64_t delta) {
+    std::int64_t& c = pair_counts[p];
+    if (c > 0) by_count.erase({-c, p.first, p.second});
+    c += delta;
+    if (c > 0) by_count.insert({-c, p.first, p.second});
+  };
+  auto add_word = [&](std::size_t w, std::int64_t sign) {
+    const Word& word = words[w];
+    for (std::size_t i = 0; i + 1 < word.symbols.size(); ++i) {
+      Pair p{word.symbols[i], word.symbols[i + 1]};
+      adjust(p, sign * word.count);
+      if (sign > 0) words_with[p].insert(w);
     }
-    // Most frequent pair; ties go to the smallest ids (the map's order), so output is stable.
-    std::pair<int, int> best{-1, -1};
-    std::int64_t best_count = 1;
-    for (const auto& [pair, count] : pair_counts) {
-      if (count > best_count) {
-        best = pair;
-        best_count = count;
-      }
-    }
-    if (best.first < 0) break;  // nothing seen twice any more
+  };
+  for (std::size_t w = 0; w < words.size(); ++w) add_word(w, +1);
+
+  std::vector<Pair> merges;
+  for (int m = 0; m < max_merges; ++m) {
+    if (by_count.empty() || -std::get<0>(*by_count.begin()) < 2) break;  // nothing seen twice
+    const Pair best{std::get<1>(*by_count.begin()), std::get<2>(*by_count.begin())};
     std::string merged = tokens[best.first] + tokens[best.second];
     auto [it, inserted] = id_of.emplace(merged, static_cast<int>(tokens.size()));
     if (inserted) tokens.push_back(merged);
     merges.push_back(best);
-    for (Word& w : words) {
+    const std::set<std::size_t> holders = words_with[best];
+    for (std::size_t w : holders) {
+      add_word(w, -1);
+      std::vector<int>& symbols = words[w].symbols;
       std::vector<int> out;
-      out.reserve(w.symbols.size());
-      for (std::size_t i = 0; i < w.symbols.size(); ++i) {
-        if (i + 1 < w.symbols.size() && w.symbols[i] == best.first &&
-            w.symbols[i + 1] == best.second) {
+      out.reserve(symbols.size());
+      for (std::size_t i = 0; i < symbols.size(); ++i) {
+        if (i + 1 < symbols.size() && symbols[i] == best.first && symbols[i + 1] == best.second) {
           out.push_back(it->second);
           ++i;
         } else {
-          out.push_back(w.symbols[i]);
+          out.push_back(symbols[i]);
         }
       }
-      w.symbols.swap(out);
+      symbols.swap(out);
+      add_word(w, +1);
     }
   }
+  return merges;
+}
+
+}  // namespace
+
+Expected<std::string> tiny_tokenizer_json(const TinyTokenizerOptions& options) {
+  using ordered = nlohmann::ordered_json;
+  // Pre-tokenize the corpus with Qwen2's regex and count the words.
+  ASSIGN_OR_RETURN(auto regex, PcreRegex::compile(kQwen2SplitPattern, false, "tiny tokenizer"));
+  std::map<std::string, std::int64_t> counts;
+  RETURN_IF_ERROR(count_words(*regex, kCorpus, counts));
+  for (const std::string& text : options.extra_text)
+    RETURN_IF_ERROR(count_extra_words(*regex, text, options.nfc, counts));
+
+  std::vector<std::string> tokens;  // bytes of every token, by id
+  for (int b = 0; b < 256; ++b) tokens.emplace_back(1, static_cast<char>(b));
+  const std::vector<std::pair<int, int>> merges = learn_merges(counts, options.merges, tokens);
 
   ordered byte_level = {{"type", "ByteLevel"},
                         {"add_prefix_space", false},

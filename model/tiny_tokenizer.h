@@ -2,14 +2,18 @@
 // Qwen2's pre-tokenizer regex, ByteLevel, ChatML special tokens and the Qwen2.5/Qwen3 tool and
 // think tags as added tokens), with merges learnt from a built-in corpus of prose, C++/CUDA,
 // Python and JSON by a plain BPE trainer. Used by the tests and by `cuda-agent model
-// init-tokenizer` (and later `model init --tiny`) so that everything above the tokenizer can run
-// without downloading a model.
+// init-tokenizer` and `model init --tiny` so that everything above the tokenizer can run without
+// downloading a model. `extra_text` adds training text (`model init --tokenizer-corpus`: the
+// transcripts a small model will be trained on), so that the merges fit that text: fewer tokens
+// per transcript for the same vocabulary size.
 //
-// The output is deterministic: the same options give byte-identical JSON.
+// The output is deterministic: the same options give byte-identical JSON; without extra_text it
+// is the same JSON whatever the version of the trainer.
 #pragma once
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/error.h"
 
@@ -28,6 +32,10 @@ struct TinyTokenizerOptions {
   int merges = 500;
   /// Qwen2's NFC normalizer; off gives an exact round trip for any UTF-8 text.
   bool nfc = true;
+  /// Training text besides the built-in corpus, each normalized as `encode` will normalize it
+  /// and cut at the added tokens (<|im_start|>, <tool_call>, ...), which stay single tokens.
+  /// Default: none (the built-in corpus alone).
+  std::vector<std::string> extra_text;
 };
 
 /// The tokenizer.json text. Errors only if the built-in regex failed to compile (a bug).
