@@ -2,9 +2,9 @@
 // and beside it the RL training tasks and the held-out tasks of the same pointwise-chain family
 // (tasks/pointwise_chain.h) as KernelBench-format files, NNNNN_<ops>.py like tasks/sample.
 //
-//   cuda-agent tasks corpus --seed 1 --count 2000 --out corpus.jsonl \
-//       --train-tasks tasks-train --train-count 256 --heldout-tasks tasks-heldout --heldout-count
-//       32
+//   cuda-agent tasks corpus --seed 1 --count 2000 --out corpus.jsonl
+//       --train-tasks tasks-train --train-count 256
+//       --heldout-tasks tasks-heldout --heldout-count 32
 //
 // Transcript i is on train task i, so the train directory's tasks are the first K corpus tasks;
 // the held-out tasks' operator combinations are in neither (the family's split rule). The same

@@ -246,30 +246,165 @@ Status prepare_run_dir(const RunSetup& r, const TrainArgs& a) {
   return write_text_atomically(r.manifest_copy, normal);
 }
 
-// The tiny random policy of a run whose [model] path is empty, made once per run.
-Status ensure_initial_model(const RunSetup& r) {
-  const fs::path dir = initial_model_dir(r.manifest);
-  if (fs::exists(dir / "config.json")) return Status::ok();
-  std::printf("making the run's tiny random policy in %s ([model] path is empty)\n", dir.c_str());
+// One setup step of a run before its processes start (the tiny model, the corpus, the warm-up):
+// a supervised child with a log under logs/, skipped by the caller when its output exists. A
+// stop signal ends it (the child with us); a failure is an Error with the log's tail.
+Status run_setup_step(const RunSetup& r, StopSignals& signals, const std::string& name,
+                      const std::string& what, std::vector<std::string> argv,
+                      std::chrono::minutes limit) {
+  std::printf("%s\n", what.c_str());
   std::fflush(stdout);
+  const Clock::time_point started = Clock::now();
   LocalProcesses once({.log_dir = (r.run_dir / "logs").string(), .max_restarts = 0});
-  RETURN_IF_ERROR(once.start({.role = "setup",
-                              .name = "model-init",
-                              .argv = {"cuda-agent", "model", "init", "--tiny", dir.string(),
-                                       "--seed", std::to_string(r.manifest.run.seed)}}));
-  const Clock::time_point deadline = Clock::now() + std::chrono::minutes(5);
-  while (Clock::now() < deadline) {
+  RETURN_IF_ERROR(once.start({.role = "setup", .name = name, .argv = std::move(argv)}));
+  while (Clock::now() < started + limit) {
     for (const ChildEvent& e : once.poll()) {
       if (e.kind != ChildEventKind::kGivenUp) continue;
-      if (e.exit_code == 0) return Status::ok();
-      return make_error(ErrorCategory::kInternal, "train.model_init",
-                        "making the tiny policy failed (exit " + std::to_string(e.exit_code) +
-                            "):\n" + LocalProcesses::log_tail(e.log_path, 15));
+      if (e.exit_code != 0)
+        return make_error(ErrorCategory::kInternal, "train." + name,
+                          what + " failed (exit " + std::to_string(e.exit_code) + "):\n" +
+                              LocalProcesses::log_tail(e.log_path, 15));
+      std::printf("  done in %.1f s (log: logs/%s.log)\n",
+                  std::chrono::duration<double>(Clock::now() - started).count(), name.c_str());
+      return Status::ok();
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const timespec tick{0, 100'000'000};
+    if (const int sig = ::sigtimedwait(&signals.set, nullptr, &tick); sig > 0)
+      return make_error(ErrorCategory::kUnavailable, "train.stopped",
+                        "stopped by signal " + std::to_string(sig) + " during: " + what);
   }
-  return make_error(ErrorCategory::kTimeout, "train.model_init",
-                    "making the tiny policy took longer than 5 minutes");
+  return make_error(ErrorCategory::kTimeout, "train." + name,
+                    what + " took longer than " + std::to_string(limit.count()) + " minutes");
+}
+
+std::vector<std::string> init_argv(const Manifest& m, const fs::path& dir) {
+  std::vector<std::string> argv = {
+      "cuda-agent", "model", "init", "--tiny", dir.string(), "--seed", std::to_string(m.run.seed)};
+  if (m.model.init_size != "tiny") argv.insert(argv.end(), {"--params", m.model.init_size});
+  return argv;
+}
+
+Status copy_model_files(const fs::path& from, const fs::path& tokenizer_from, const fs::path& to) {
+  std::error_code ec;
+  const fs::path staging = to.string() + ".tmp";
+  fs::remove_all(staging, ec);
+  fs::create_directories(staging, ec);
+  for (const char* f : {"config.json", "model.safetensors"})
+    if (!ec) fs::copy_file(from / f, staging / f, ec);
+  for (const fs::directory_entry& e : fs::directory_iterator(tokenizer_from, ec))
+    if (!ec && e.path().filename().string().rfind("tokenizer", 0) == 0)
+      fs::copy_file(e.path(), staging / e.path().filename(), ec);
+  if (!ec) fs::rename(staging, to, ec);
+  if (ec)
+    return make_error(
+        ErrorCategory::kIo, "train.warmup_model",
+        "cannot assemble the warmed-up model in " + to.string() + ": " + ec.message());
+  return Status::ok();
+}
+
+// The policy a run whose [model] path is empty starts from, made once per run (each step is
+// skipped when its output exists, so a resumed run goes on where it stopped). Without [corpus]:
+// a tiny random model. With [corpus] count > 0: the corpus and its task sets, a model of
+// [model] init_size whose tokenizer is trained on the corpus, and the supervised warm-up on it;
+// the warmed-up weights (with the tokenizer) become the run's initial policy.
+Status ensure_initial_model(const RunSetup& r, StopSignals& signals) {
+  const Manifest& m = r.manifest;
+  const fs::path dir = initial_model_dir(m);
+  if (fs::exists(dir / "config.json")) return Status::ok();
+  if (m.corpus.count == 0) {
+    return run_setup_step(
+        r, signals, "model-init",
+        "making the run's random policy in " + dir.string() + " ([model] path is empty)",
+        init_argv(m, dir), std::chrono::minutes(5));
+  }
+  const fs::path& cdir = m.paths.corpus_dir;
+  const fs::path corpus = cdir / "corpus.jsonl";
+  if (std::error_code ec; !fs::create_directories(cdir, ec) && ec)
+    return make_error(ErrorCategory::kIo, "train.corpus",
+                      "cannot create " + cdir.string() + ": " + ec.message());
+  if (!fs::exists(corpus)) {
+    std::vector<std::string> argv = {"cuda-agent",
+                                     "tasks",
+                                     "corpus",
+                                     "--seed",
+                                     std::to_string(m.corpus.seed),
+                                     "--count",
+                                     std::to_string(m.corpus.count),
+                                     "--out",
+                                     corpus.string(),
+                                     "--train-tasks",
+                                     m.paths.train_set.string(),
+                                     "--train-count",
+                                     std::to_string(m.corpus.train_tasks),
+                                     "--heldout-tasks",
+                                     m.paths.eval_set.string(),
+                                     "--heldout-count",
+                                     std::to_string(m.corpus.heldout_tasks),
+                                     "--system-prompt",
+                                     m.rollout.system_prompt};
+    if (!m.corpus.styles.empty()) argv.insert(argv.end(), {"--mix", m.corpus.styles});
+    argv.push_back(
+        "--force");  // a step stopped halfway left some task files: same seed, same files
+    RETURN_IF_ERROR(run_setup_step(r, signals, "corpus",
+                                   "writing the seed corpus (" + std::to_string(m.corpus.count) +
+                                       " transcripts) and its task sets in " + cdir.string(),
+                                   std::move(argv), std::chrono::minutes(10)));
+  }
+  const fs::path init = cdir / "init-model";
+  if (!fs::exists(init / "config.json")) {
+    std::vector<std::string> argv = init_argv(m, init);
+    argv.insert(argv.end(), {"--tokenizer-corpus", corpus.string()});
+    RETURN_IF_ERROR(run_setup_step(
+        r, signals, "model-init",
+        "making a random " + m.model.init_size + " model with a tokenizer trained on the corpus",
+        std::move(argv), std::chrono::minutes(10)));
+  }
+  const bool gpu =
+      std::any_of(m.nodes.begin(), m.nodes.end(), [](const NodeSpec& n) { return n.gpus > 0; });
+  const fs::path sft_out = cdir / "warmup";
+  RETURN_IF_ERROR(run_setup_step(r, signals, "corpus-warmup",
+                                 "supervised warm-up on the corpus (" +
+                                     std::to_string(m.corpus.sft_steps) + " steps of " +
+                                     std::to_string(m.corpus.sft_batch) + " transcripts, lr " +
+                                     std::to_string(m.corpus.sft_lr) + ")",
+                                 {"cuda-agent",
+                                  "learn",
+                                  "sft",
+                                  "--corpus",
+                                  corpus.string(),
+                                  "--model",
+                                  init.string(),
+                                  "--out",
+                                  sft_out.string(),
+                                  "--steps",
+                                  std::to_string(m.corpus.sft_steps),
+                                  "--batch-episodes",
+                                  std::to_string(m.corpus.sft_batch),
+                                  "--checkpoint-every",
+                                  std::to_string(std::max<std::int64_t>(1, m.corpus.sft_steps / 4)),
+                                  "--lr",
+                                  std::to_string(m.corpus.sft_lr),
+                                  "--seed",
+                                  std::to_string(m.run.seed),
+                                  "--device",
+                                  gpu ? "cuda:0" : "cpu",
+                                  "--dtype",
+                                  m.model.dtype == "fp32" ? "fp32" : "bf16",
+                                  "--metrics",
+                                  (cdir / "warmup.jsonl").string()},
+                                 std::chrono::minutes(60)));
+  // The newest sealed checkpoint of the warm-up (learner/checkpoint.h layout).
+  fs::path newest;
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(sft_out, ec))
+    if (e.path().filename().string().rfind("step-", 0) == 0 && e.path() > newest) newest = e.path();
+  if (newest.empty())
+    return make_error(ErrorCategory::kNotFound, "train.warmup_model",
+                      "the warm-up wrote no checkpoint under " + sft_out.string());
+  RETURN_IF_ERROR(copy_model_files(newest, init, dir));
+  std::printf("the run starts from the warmed-up policy %s (from %s)\n", dir.c_str(),
+              newest.c_str());
+  return Status::ok();
 }
 
 // Progress read from the store the coordinator writes (a follower: it never takes the lock).
@@ -395,7 +530,7 @@ int run_train(const TrainArgs& a, StopSignals& signals) {
   Expected<int> lock = lock_run_dir(r);  // released when this process exits
   if (!lock) return report(lock.error());
   if (Status s = prepare_run_dir(r, a); !s) return report(s.error());
-  if (Status s = ensure_initial_model(r); !s) return report(s.error());
+  if (Status s = ensure_initial_model(r, signals); !s) return report(s.error());
   std::printf("run directory %s (logs in logs/, manifest.toml is what every role reads)\n",
               r.run_dir.c_str());
   std::fflush(stdout);

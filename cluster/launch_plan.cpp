@@ -96,6 +96,7 @@ std::int64_t coordinator_metrics_port(const Manifest& m) { return m.run.port_bas
 
 std::filesystem::path initial_model_dir(const Manifest& m) {
   if (!m.paths.model_path.empty()) return m.paths.model_path;
+  if (m.corpus.count > 0) return m.paths.store_dir.parent_path() / "warmup-policy";
   return m.paths.store_dir.parent_path() / "tiny-policy";
 }
 

@@ -85,8 +85,9 @@ bool is_loopback_host(const std::string& host);
 bool is_this_host(const std::string& host);
 /// The coordinator's Prometheus metrics port ([run] port_base + 5).
 std::int64_t coordinator_metrics_port(const Manifest& manifest);
-/// The policy a run starts from: [model] path, or when it is empty the run's tiny random policy
-/// (`cuda-agent train` makes it once, in tiny-policy/ beside the store).
+/// The policy a run starts from: [model] path, or when it is empty the one `cuda-agent train`
+/// makes once beside the store: with [corpus] count > 0 the policy warmed up on the seed corpus
+/// (warmup-policy/), else a tiny random policy (tiny-policy/).
 std::filesystem::path initial_model_dir(const Manifest& manifest);
 
 /// The launch plan of a validated manifest: one NodePlan per node, in manifest order.

@@ -150,6 +150,11 @@ void resolve_paths(Manifest& m) {
   m.paths.checkpoint_dir = resolve(base, m.run.checkpoint_dir);
   m.paths.train_set = resolve(base, m.tasks.train_set);
   m.paths.eval_set = resolve(base, m.tasks.eval_set);
+  m.paths.corpus_dir = m.paths.store_dir.parent_path() / "corpus";
+  if (m.corpus.count > 0) {
+    m.paths.train_set = m.paths.corpus_dir / "train-tasks";
+    m.paths.eval_set = m.paths.corpus_dir / "heldout-tasks";
+  }
   m.paths.model_path = resolve(base, m.model.path);
   m.paths.replay_transcripts = resolve(base, m.rollout.replay_transcripts);
   m.paths.server_secret_key_file = resolve(base, m.security.server_secret_key_file);
@@ -190,6 +195,7 @@ Expected<Manifest> parse_manifest(std::string_view toml_text, std::string_view s
   read_section(root, m.learner, diag);
   read_section(root, m.model, diag);
   read_section(root, m.tasks, diag);
+  read_section(root, m.corpus, diag);
   std::vector<manifest_detail::NodeSource> nodes = manifest_detail::read_nodes(root, diag, m.nodes);
   if (!diag.empty()) return diag.to_error();
 

@@ -29,6 +29,7 @@
 #include "gpu_bench/bench_options.h"
 #include "learner/learner_options.h"
 #include "model/model_options.h"
+#include "rollout/corpus_options.h"
 #include "rollout/rollout_options.h"
 #include "storage/store_options.h"
 #include "tasks/task_options.h"
@@ -91,10 +92,14 @@ struct NodeSpec {
 
 /// Every path of the manifest resolved against its directory (see the file comment).
 struct ResolvedPaths {
-  std::filesystem::path store_dir;               ///< [store] dir
-  std::filesystem::path checkpoint_dir;          ///< [run] checkpoint_dir
-  std::filesystem::path train_set;               ///< [tasks] train_set
-  std::filesystem::path eval_set;                ///< [tasks] eval_set (empty: none)
+  std::filesystem::path store_dir;       ///< [store] dir
+  std::filesystem::path checkpoint_dir;  ///< [run] checkpoint_dir
+  /// [tasks] train_set and eval_set, or with [corpus] count > 0 the corpus's task sets:
+  /// corpus_dir/train-tasks and corpus_dir/heldout-tasks.
+  std::filesystem::path train_set;
+  std::filesystem::path eval_set;  ///< empty: none
+  /// Where `cuda-agent train` writes the seed corpus: <store dir>/../corpus.
+  std::filesystem::path corpus_dir;
   std::filesystem::path model_path;              ///< [model] path (empty: tiny random model)
   std::filesystem::path replay_transcripts;      ///< [rollout] replay_transcripts (empty: none)
   std::filesystem::path server_secret_key_file;  ///< [security] ... (empty: no CURVE)
@@ -115,6 +120,7 @@ struct Manifest {
   LearnerOptions learner;
   ModelOptions model;
   TaskOptions tasks;
+  CorpusOptions corpus;
   std::vector<NodeSpec> nodes;  ///< in file order; exactly one has the role 'coordinator'
   ResolvedPaths paths;
 

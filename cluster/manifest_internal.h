@@ -121,6 +121,7 @@ void for_each_section(M& m, F&& f) {
   f(m.learner);
   f(m.model);
   f(m.tasks);
+  f(m.corpus);
 }
 
 /// What manifest_nodes.cpp keeps of each [[nodes]] table for the checks after reading.

@@ -96,10 +96,13 @@ TEST_P(RenderExampleTest, RenderedManifestParsesToItself) {
 
 INSTANTIATE_TEST_SUITE_P(Examples, RenderExampleTest,
                          ::testing::Values("single-machine.toml", "two-nodes.toml",
-                                           "cluster-128.toml"),
+                                           "cluster-128.toml", "demo-h200.toml", "demo-cpu.toml"),
                          [](const auto& info) {
                            std::string name = info.param;
-                           return name.substr(0, name.find('-'));
+                           name = name.substr(0, name.find('.'));
+                           for (char& c : name)
+                             if (c == '-') c = '_';
+                           return name;
                          });
 
 TEST(RenderTest, DocsHoldTheRenderedDefaults) {

@@ -257,12 +257,34 @@ TEST_P(ExampleTest, LoadsAndValidates) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Examples, ExampleTest,
-                         ::testing::Values("single-machine.toml", "two-nodes.toml",
-                                           "cluster-128.toml"),
+                         ::testing::Values("single-machine.toml", "single-machine-cpu.toml",
+                                           "two-nodes.toml", "cluster-128.toml", "demo-h200.toml",
+                                           "demo-cpu.toml"),
                          [](const auto& info) {
                            std::string name = info.param;
-                           return name.substr(0, name.find('-'));
+                           name = name.substr(0, name.find('.'));
+                           for (char& c : name)
+                             if (c == '-') c = '_';
+                           return name;
                          });
+
+TEST(ManifestTest, CorpusRunsTrainOnTheCorpusTaskSets) {
+  ASSERT_FALSE(source_dir().empty()) << "CUDA_AGENT_SOURCE_DIR is not set; run through ctest";
+  Expected<Manifest> m = load_manifest(source_dir() / "examples/demo-h200.toml");
+  ASSERT_TRUE(m.has_value()) << m.error().to_string();
+  EXPECT_GT(m->corpus.count, 0);
+  EXPECT_EQ(m->model.init_size, "10M");
+  const std::filesystem::path run = m->paths.store_dir.parent_path();
+  EXPECT_EQ(m->paths.corpus_dir, run / "corpus");
+  EXPECT_EQ(m->paths.train_set, run / "corpus" / "train-tasks");
+  EXPECT_EQ(m->paths.eval_set, run / "corpus" / "heldout-tasks");
+
+  // Without a corpus, [tasks] says where the tasks are.
+  Expected<Manifest> plain = load_manifest(source_dir() / "examples/single-machine-cpu.toml");
+  ASSERT_TRUE(plain.has_value()) << plain.error().to_string();
+  EXPECT_EQ(plain->corpus.count, 0);
+  EXPECT_EQ(plain->paths.train_set.filename(), "sample");
+}
 
 TEST(ManifestTest, PathsResolveAgainstTheManifestDirectory) {
   ASSERT_FALSE(source_dir().empty()) << "CUDA_AGENT_SOURCE_DIR is not set; run through ctest";

@@ -16,6 +16,7 @@ struct ModelOptions {
 
   std::string path;
   std::string dtype = "bf16";
+  std::string init_size = "tiny";
   std::int64_t kv_cache_bytes = 0;
   std::int64_t prefill_chunk_tokens = 4096;
 
@@ -25,6 +26,11 @@ struct ModelOptions {
        .doc = "Directory holding config.json, *.safetensors and tokenizer.json; empty means a "
               "tiny random model made by `cuda-agent model init --tiny` (tests, smoke runs)."},
       path);
+    v({.key = "init_size",
+       .doc = "Shape of the random model made when path is empty: 'tiny' (2 layers, hidden 64), "
+              "'1M' or '10M' parameters (with [corpus], its tokenizer is trained on the corpus).",
+       .choices = {"tiny", "1M", "10M"}},
+      init_size);
     v({.key = "dtype",
        .doc = "Parameter and activation dtype.",
        .choices = {"fp32", "bf16", "fp16"}},

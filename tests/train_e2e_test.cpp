@@ -42,6 +42,11 @@ using testing::TempDir;
 
 using Ran = testing::CmdResult;
 
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
 // `cd DIR && cuda-agent ARGS`, stdout and stderr together, interrupted after `limit_s`.
 Ran run_in(const std::string& dir, const std::string& args, int limit_s) {
   return testing::run_shell("cd '" + dir + "' && timeout -s INT " + std::to_string(limit_s) + " " +
@@ -68,13 +73,13 @@ std::string short_run_settings() {
 // episodes each, every minted episode accounted for once, the last step's checkpoint on disk in
 // the run's checkpoint directory, each step's learner metrics. Returns the checkpoint count.
 std::size_t expect_finished_run(const std::string& run_dir, std::uint64_t steps,
-                                std::uint64_t batch) {
+                                std::uint64_t batch, const std::string& run_name = "local-cpu") {
   StoreOptions so;
   so.dir = run_dir + "/store";
   auto store = RunStore::open(so, StoreMode::kReadOnly);
   EXPECT_TRUE(store) << store.error().to_string();
   if (!store) return 0;
-  const RunId run{"local-cpu"};
+  const RunId run{run_name};
   auto rec = (*store)->get_run(run);
   EXPECT_TRUE(rec && rec->coordinator_state.has_value());
   if (!rec || !rec->coordinator_state) return 0;
@@ -164,6 +169,81 @@ TEST(TrainE2E, CpuDefaultRunsEveryStageToTheEndAndResumesFinished) {
   auto reopened = RunStore::open(so, StoreMode::kReadOnly);
   ASSERT_TRUE(reopened);
   EXPECT_EQ((*reopened)->get_run(run)->policy_version.value(), kSteps);
+}
+
+// A run with [corpus] (examples/demo-cpu.toml, shortened): before any role starts, `train` writes
+// the seed corpus and its task sets, makes a model whose tokenizer is trained on the corpus, warms
+// it up on the corpus, and starts the run from that policy; the run trains on the corpus's
+// training tasks only (never a held-out one). Started again, it repeats none of the set-up.
+TEST(TrainE2E, CorpusRunWarmsUpOnItsCorpusAndTrainsOnItsTasks) {
+  if (!fs::exists("/usr/local/cuda/bin/nvcc")) {
+    GTEST_SKIP() << "no nvcc at /usr/local/cuda/bin/nvcc: the compile farm cannot build";
+  }
+  TempDir tmp("train_corpus");
+  fs::copy_file(fs::path(CUDA_AGENT_SOURCE_DIR) / "examples/demo-cpu.toml",
+                tmp.sub("demo-cpu.toml"));
+  std::random_device rd;
+  std::string settings = " --set run.port_base=" + std::to_string(41000 + rd() % 400 * 50);
+  for (const char* kv :
+       {"corpus.count=24", "corpus.train_tasks=4", "corpus.heldout_tasks=3", "corpus.sft_steps=2",
+        "corpus.sft_batch=2", "learner.batch_episodes=4", "learner.single_turn_steps=1",
+        "learner.agent_warmup_steps=1", "learner.agentic_steps=1",
+        "learner.checkpoint_every_steps=2", "rollout.max_new_tokens_per_turn=16"})
+    settings += std::string(" --set ") + kv;
+  const std::string cmd = "train " + tmp.sub("demo-cpu.toml") + settings;
+  Ran r = run_in(tmp.path(), cmd, 900);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* said : {"writing the seed corpus (24 transcripts)",
+                           "with a tokenizer trained on the corpus", "supervised warm-up",
+                           "the run starts from the warmed-up policy", "finished in"})
+    EXPECT_NE(r.output.find(said), std::string::npos) << said << "\n" << r.output;
+
+  const fs::path run_dir = tmp.sub("runs/demo-cpu");
+  const fs::path corpus = run_dir / "corpus";
+  EXPECT_TRUE(fs::exists(corpus / "corpus.jsonl"));
+  std::set<std::string> train_tasks, heldout_tasks;
+  for (const auto& e : fs::directory_iterator(corpus / "train-tasks"))
+    train_tasks.insert(e.path().stem().string());
+  for (const auto& e : fs::directory_iterator(corpus / "heldout-tasks"))
+    heldout_tasks.insert(e.path().stem().string());
+  EXPECT_EQ(train_tasks.size(), 4u);
+  EXPECT_EQ(heldout_tasks.size(), 3u);
+  // The initial policy is the warm-up's last checkpoint with the corpus-trained tokenizer.
+  const fs::path policy = run_dir / "warmup-policy";
+  for (const char* f : {"config.json", "model.safetensors", "tokenizer.json"})
+    EXPECT_TRUE(fs::exists(policy / f)) << f;
+  EXPECT_EQ(read_file(policy / "tokenizer.json"), read_file(corpus / "init-model/tokenizer.json"));
+  EXPECT_EQ(read_file(policy / "model.safetensors"),
+            read_file(corpus / "warmup/step-00000002/model.safetensors"));
+  EXPECT_NE(read_file(policy / "model.safetensors"),
+            read_file(corpus / "init-model/model.safetensors"));
+
+  expect_finished_run(run_dir.string(), 3, 4, "demo-cpu");
+  StoreOptions so;
+  so.dir = (run_dir / "store").string();
+  auto store = RunStore::open(so, StoreMode::kReadOnly);
+  ASSERT_TRUE(store) << store.error().to_string();
+  std::size_t episodes = 0;
+  ASSERT_TRUE((*store)
+                  ->scan_run(RunId{"demo-cpu"},
+                             [&](const EpisodeSummary& e) {
+                               ++episodes;
+                               const std::string id = e.task_id.value();  // train-tasks/NAME-hash
+                               const std::string name = id.substr(id.find('/') + 1);
+                               EXPECT_EQ(id.rfind("train-tasks/", 0), 0u) << id;
+                               EXPECT_TRUE(train_tasks.count(name.substr(0, name.rfind('-'))))
+                                   << id;
+                               return true;
+                             })
+                  .is_ok());
+  EXPECT_GE(episodes, 12u);
+  store->reset();
+
+  // Again: the run is finished and nothing of the set-up is redone.
+  Ran again = run_in(tmp.path(), cmd, 300);
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_EQ(again.output.find("writing the seed corpus"), std::string::npos) << again.output;
+  EXPECT_EQ(again.output.find("supervised warm-up"), std::string::npos) << again.output;
 }
 
 // SIGKILLs a random role process of the run under `run_dir` (every one names the run directory

@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""Compares two `cuda-agent eval` runs on the same tasks and seeds (issue 25's figures).
+
+Usage: scripts/demo_compare.py BASE/episodes.jsonl NEW/episodes.jsonl [--json OUT]
+
+Prints, for each run, the mean reward over every episode, the share of correct episodes and of
+episodes faster than eager, then NEW minus BASE: the mean reward difference with a 95% bootstrap
+interval over tasks (10,000 resamples of the task list, seed 0; a task's episodes move together),
+and the ratio of faster-than-eager rates. Only tasks present in both runs count.
+"""
+import json
+import random
+import sys
+
+
+def load(path):
+    by_task = {}
+    for line in open(path):
+        line = line.strip()
+        if not line:
+            continue
+        r = json.loads(line)
+        by_task.setdefault(r["task"], []).append(r)
+    return by_task
+
+
+def stats(rows):
+    n = len(rows)
+    mean = sum(float(r.get("reward", 0.0)) for r in rows) / n if n else float("nan")
+    correct = sum(bool(r.get("correct")) for r in rows) / n if n else float("nan")
+    faster = sum(bool(r.get("correct")) and float(r.get("speedup_vs_eager") or 0) > 1.0
+                 for r in rows) / n if n else float("nan")
+    return {"episodes": n, "mean_reward": mean, "correct_rate": correct, "faster_than_eager_rate": faster}
+
+
+def main(argv):
+    if len(argv) < 3:
+        sys.exit(__doc__)
+    base, new = load(argv[1]), load(argv[2])
+    tasks = sorted(set(base) & set(new))
+    if not tasks:
+        sys.exit("no task in common between %s and %s" % (argv[1], argv[2]))
+    b = stats([r for t in tasks for r in base[t]])
+    n = stats([r for t in tasks for r in new[t]])
+
+    def task_mean(runs, t):
+        rows = runs[t]
+        return sum(float(r.get("reward", 0.0)) for r in rows) / len(rows)
+
+    diffs = [task_mean(new, t) - task_mean(base, t) for t in tasks]
+    rng = random.Random(0)
+    boots = sorted(sum(rng.choice(diffs) for _ in diffs) / len(diffs) for _ in range(10000))
+    lo, hi = boots[249], boots[9749]
+    out = {"tasks": len(tasks), "base": b, "new": n,
+           "mean_reward_difference": sum(diffs) / len(diffs), "ci95": [lo, hi],
+           "faster_ratio": (n["faster_than_eager_rate"] / b["faster_than_eager_rate"]
+                            if b["faster_than_eager_rate"] > 0 else None)}
+    for name, s in (("base", b), ("new", n)):
+        print("%-4s %3d episodes: mean reward %+.3f, correct %.2f, faster than eager %.2f" %
+              (name, s["episodes"], s["mean_reward"], s["correct_rate"], s["faster_than_eager_rate"]))
+    print("new - base over %d tasks: %+.3f (95%% bootstrap interval over tasks %+.3f .. %+.3f)%s" %
+          (len(tasks), out["mean_reward_difference"], lo, hi,
+           "" if out["faster_ratio"] is None else "; faster-than-eager ratio %.2fx" % out["faster_ratio"]))
+    if "--json" in argv:
+        with open(argv[argv.index("--json") + 1], "w") as f:
+            json.dump(out, f, indent=1)
+
+
+if __name__ == "__main__":
+    main(sys.argv)
