@@ -193,9 +193,9 @@ TEST(TrainE2E, CorpusRunWarmsUpOnItsCorpusAndTrainsOnItsTasks) {
   const std::string cmd = "train " + tmp.sub("demo-cpu.toml") + settings;
   Ran r = run_in(tmp.path(), cmd, 900);
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  for (const char* said : {"writing the seed corpus (24 transcripts)",
-                           "with a tokenizer trained on the corpus", "supervised warm-up",
-                           "the run starts from the warmed-up policy", "finished in"})
+  for (const char* said :
+       {"writing the seed corpus (24 transcripts)", "with a tokenizer trained on the corpus",
+        "supervised warm-up", "the run starts from the warmed-up policy", "finished in"})
     EXPECT_NE(r.output.find(said), std::string::npos) << said << "\n" << r.output;
 
   const fs::path run_dir = tmp.sub("runs/demo-cpu");
