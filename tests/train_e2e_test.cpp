@@ -247,13 +247,15 @@ TEST(TrainE2E, CorpusRunWarmsUpOnItsCorpusAndTrainsOnItsTasks) {
 }
 
 // SIGKILLs a random role process of the run under `run_dir` (every one names the run directory
-// on its command line; `train` itself does not) every 10-25 s, `kills` times or until `done`.
+// on its command line; `train` itself does not) every `min_wait_s` to `max_wait_s` seconds,
+// `kills` times or until `done`.
 // Returns what it killed.
-std::vector<std::string> kill_random_roles(const std::string& run_dir, int kills,
-                                           std::mt19937_64& rng, const std::atomic<bool>& done) {
+std::vector<std::string> kill_random_roles(const std::string& run_dir, int kills, int min_wait_s,
+                                           int max_wait_s, std::mt19937_64& rng,
+                                           const std::atomic<bool>& done) {
   std::vector<std::string> killed;
   while (static_cast<int>(killed.size()) < kills && !done) {
-    const int wait_s = 10 + static_cast<int>(rng() % 16);
+    const int wait_s = min_wait_s + static_cast<int>(rng() % (max_wait_s - min_wait_s + 1));
     for (int i = 0; i < wait_s * 10 && !done; ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     if (done) break;
@@ -302,7 +304,7 @@ TEST(TrainE2E, RunSurvivesSigkillOfRandomRoles) {
   std::mt19937_64 rng(chaos_seed());
   std::atomic<bool> done{false};
   std::vector<std::string> killed;
-  std::thread chaos([&] { killed = kill_random_roles(run_dir, 4, rng, done); });
+  std::thread chaos([&] { killed = kill_random_roles(run_dir, 4, 2, 8, rng, done); });
   Ran r = run_in(tmp.path(), "train" + settings, 1200);
   done = true;
   chaos.join();
@@ -356,7 +358,7 @@ TEST(TrainE2E, WeightsAfterTenSigkillsEqualAnUninterruptedRun) {
   std::mt19937_64 rng(chaos_seed());
   std::atomic<bool> done{false};
   std::vector<std::string> killed;
-  std::thread chaos([&] { killed = kill_random_roles(run_dir, 10, rng, done); });
+  std::thread chaos([&] { killed = kill_random_roles(run_dir, 10, 10, 25, rng, done); });
   Ran b = run_in(chaotic.path(), "train" + settings(), 1800);
   done = true;
   chaos.join();
