@@ -33,13 +33,11 @@ def stats(rows):
     return {"episodes": n, "mean_reward": mean, "correct_rate": correct, "faster_than_eager_rate": faster}
 
 
-def main(argv):
-    if len(argv) < 3:
-        sys.exit(__doc__)
-    base, new = load(argv[1]), load(argv[2])
+def compare(base, new):
+    """NEW minus BASE over the tasks both hold: figures as a dict (see the module's text)."""
     tasks = sorted(set(base) & set(new))
     if not tasks:
-        sys.exit("no task in common between %s and %s" % (argv[1], argv[2]))
+        raise ValueError("no task in common")
     b = stats([r for t in tasks for r in base[t]])
     n = stats([r for t in tasks for r in new[t]])
 
@@ -50,16 +48,26 @@ def main(argv):
     diffs = [task_mean(new, t) - task_mean(base, t) for t in tasks]
     rng = random.Random(0)
     boots = sorted(sum(rng.choice(diffs) for _ in diffs) / len(diffs) for _ in range(10000))
-    lo, hi = boots[249], boots[9749]
-    out = {"tasks": len(tasks), "base": b, "new": n,
-           "mean_reward_difference": sum(diffs) / len(diffs), "ci95": [lo, hi],
-           "faster_ratio": (n["faster_than_eager_rate"] / b["faster_than_eager_rate"]
-                            if b["faster_than_eager_rate"] > 0 else None)}
-    for name, s in (("base", b), ("new", n)):
+    return {"tasks": len(tasks), "base": b, "new": n,
+            "mean_reward_difference": sum(diffs) / len(diffs), "ci95": [boots[249], boots[9749]],
+            "faster_ratio": (n["faster_than_eager_rate"] / b["faster_than_eager_rate"]
+                             if b["faster_than_eager_rate"] > 0 else None)}
+
+
+def main(argv):
+    if len(argv) < 3:
+        sys.exit(__doc__)
+    try:
+        out = compare(load(argv[1]), load(argv[2]))
+    except ValueError:
+        sys.exit("no task in common between %s and %s" % (argv[1], argv[2]))
+    for name in ("base", "new"):
+        s = out[name]
         print("%-4s %3d episodes: mean reward %+.3f, correct %.2f, faster than eager %.2f" %
               (name, s["episodes"], s["mean_reward"], s["correct_rate"], s["faster_than_eager_rate"]))
+    lo, hi = out["ci95"]
     print("new - base over %d tasks: %+.3f (95%% bootstrap interval over tasks %+.3f .. %+.3f)%s" %
-          (len(tasks), out["mean_reward_difference"], lo, hi,
+          (out["tasks"], out["mean_reward_difference"], lo, hi,
            "" if out["faster_ratio"] is None else "; faster-than-eager ratio %.2fx" % out["faster_ratio"]))
     if "--json" in argv:
         with open(argv[argv.index("--json") + 1], "w") as f:
