@@ -53,6 +53,7 @@ class PoolWorker::Impl {
   PoolWorkerOptions options_;
   std::atomic<std::uint64_t> announcements_{0};
   std::atomic<std::uint64_t> handled_{0};
+  std::atomic<std::uint64_t> duplicates_{0};
 
   Error refusal() {
     std::lock_guard lock(mutex_);
@@ -327,7 +328,14 @@ void PoolWorker::Impl::on_broker_message(std::vector<zmq::message_t>& parts, std
     } else {
       // Stopping: not taken; the broker re-queues it when the Disconnect arrives.
       if (stopping_) return;
-      held_.insert(work->header.request_id.value());
+      // A request this worker holds already is not run twice: its result answers the broker that
+      // sent it again. (A restarted broker can: the request's first copy reached this worker over
+      // the old connection after it announced itself, without it, to the new broker, which then
+      // gave the client's re-sent request to this free-looking worker.)
+      if (!held_.insert(work->header.request_id.value()).second) {
+        ++duplicates_;
+        return;
+      }
       // The thread taking it in takes the first job; it wakes a follower for the rest only
       // while a slot is free (member_loop).
       jobs_.push_back(WorkItem{std::move(work->header), std::move(*payload), work->attempt});
@@ -421,6 +429,7 @@ void PoolWorker::stop() { impl_->stop(); }
 const WorkerId& PoolWorker::worker_id() const { return impl_->options_.worker_id; }
 std::uint64_t PoolWorker::announcements() const { return impl_->announcements_; }
 std::uint64_t PoolWorker::handled() const { return impl_->handled_; }
+std::uint64_t PoolWorker::duplicates() const { return impl_->duplicates_; }
 Error PoolWorker::refusal() const { return impl_->refusal(); }
 
 }  // namespace cuda_agent

@@ -111,6 +111,8 @@ class PoolWorker {
   std::uint64_t announcements() const;
   /// Handler calls that have returned.
   std::uint64_t handled() const;
+  /// Work for a request it held already, not run again (its held copy's result answers it).
+  std::uint64_t duplicates() const;
   /// Why the broker refused the last handshake: "pool.auth_failed" naming the endpoint (or
   /// "pool.handshake_failed"); an empty code while none was refused since the last connection.
   Error refusal() const;

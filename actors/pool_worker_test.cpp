@@ -6,10 +6,12 @@
 #include <zmq.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <future>
 #include <mutex>
 #include <optional>
+#include <thread>
 
 #include "actors/pool_transport.h"
 #include "core/log.h"
@@ -102,6 +104,63 @@ TEST(PoolWorker, HeartbeatsGoOnWhileTheOnlySlotIsBusy) {
       break;
     }
   }
+  EXPECT_EQ((*worker)->handled(), 1u);
+}
+
+// Covers: the same request given twice to a worker that holds it (a restarted broker that got
+// the client's re-sent request while the first copy was still on its way to the worker over the
+// old connection). The worker runs it once and sends one result, which answers both.
+TEST(PoolWorker, WorkForAHeldRequestIsNotRunTwice) {
+  (void)setup_logging({.level = "error"});
+  zmq::context_t context{1};
+  zmq::socket_t router(context, zmq::socket_type::router);
+  router.set(zmq::sockopt::linger, 0);
+  router.bind("tcp://127.0.0.1:0");
+  PoolWorkerOptions options;
+  options.broker_endpoint = router.get(zmq::sockopt::last_endpoint);
+  options.worker_id = WorkerId{"two-slots"};
+  options.slots = 2;
+  options.heartbeat_interval_ms = 10;
+  options.broker_timeout_ms = 600'000;  // this stand-in does not echo heartbeats
+  std::atomic<int> runs{0};
+  std::promise<void> started;
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  auto worker = PoolWorker::start(options, [&](const WorkItem& item) -> Expected<std::string> {
+    if (++runs == 1) started.set_value();
+    released.wait();
+    return "done:" + item.payload.str();
+  });
+  ASSERT_TRUE(worker) << worker.error().to_string();
+  auto ready = next(router);
+  ASSERT_TRUE(ready && std::holds_alternative<PoolReady>(ready->message));
+  RequestHeader header;
+  header.request_id = RequestId{"twice"};
+  header.run_id = RunId{"test"};
+  header.deadline_unix_ms = now_unix_ms() + 60'000;
+  auto send_work = [&](std::uint32_t attempt) {
+    (void)router.send(zmq::buffer(ready->peer), zmq::send_flags::sndmore);
+    (void)router.send(take_frame(encode_pool(PoolWork{header, 1, attempt})),
+                      zmq::send_flags::sndmore);
+    (void)router.send(zmq::str_buffer("x"), zmq::send_flags::none);
+  };
+  send_work(1);
+  started.get_future().wait();
+  send_work(2);  // a free slot: a worker without the check would start it at once
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while ((*worker)->duplicates() == 0 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ((*worker)->duplicates(), 1u);
+  release.set_value();
+  int results = 0;
+  const auto quiet_until = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
+  while (std::chrono::steady_clock::now() < quiet_until) {
+    auto m = next(router);
+    if (m && std::holds_alternative<PoolResult>(m->message)) ++results;
+  }
+  EXPECT_EQ(results, 1);
+  EXPECT_EQ(runs.load(), 1);
   EXPECT_EQ((*worker)->handled(), 1u);
 }
 

@@ -203,11 +203,13 @@ TEST(PoolFailover, BrokerRestartsWhileWorkersAreConnected) {
                                            release.wait();
                                            return item.payload.str();
                                          }));
-  auto plain = must(PoolWorker::start(fast_worker(*broker, "w-plain"), echo()));
+  // "before" and "after" are for the plain worker only: untagged, either could go to the blocking
+  // one, which would hold it until the gate opens (and count it as a second run of "lost").
+  auto plain = must(PoolWorker::start(fast_worker(*broker, "w-plain", {"plain"}), echo()));
   ASSERT_TRUE(has_workers(*broker, 2));
   std::promise<PoolOutcome> lost;  // outlives the client
   auto client = must(PoolClient::connect({.broker_endpoint = clients}));
-  ASSERT_TRUE(client->call(request("before", "x")));
+  ASSERT_TRUE(client->call(request("before", "x", {"plain"})));
   client->call_async(request("lost", "x", {"block"}, 20'000),
                      [&](PoolOutcome o) { lost.set_value(std::move(o)); });
   ASSERT_TRUE(eventually([&] { return stats_of(*broker).in_flight == 1; }));
@@ -220,7 +222,7 @@ TEST(PoolFailover, BrokerRestartsWhileWorkersAreConnected) {
   ASSERT_TRUE(has_workers(*broker, 2));
   // The broker may register the READY before the worker thread counts it: wait for the count.
   EXPECT_TRUE(eventually([&] { return plain->announcements() >= 2; }));
-  auto after = client->call(request("after", "y"));
+  auto after = client->call(request("after", "y", {"plain"}));
   ASSERT_TRUE(after) << after.error().to_string();
   EXPECT_EQ(*after, "echo:y");
 
