@@ -536,7 +536,12 @@ int run_train(const TrainArgs& a, StopSignals& signals) {
   std::fflush(stdout);
 
   const std::vector<NodePlan> plan = plan_launch(m, r.manifest_copy.string());
-  LocalProcesses children({.log_dir = (r.run_dir / "logs").string()});
+  // A child that fails is restarted; more than 5 failures of one child within 10 minutes (a crash
+  // loop) stop the run. Counted over the whole run instead, a long run would end at the sixth
+  // crash of any one process however far apart (the node agent's rule, cluster/node_agent.h).
+  LocalProcesses children({.log_dir = (r.run_dir / "logs").string(),
+                           .max_restarts = 5,
+                           .restart_window_ms = std::chrono::minutes(10)});
   std::string coordinator_name;
   for (const NodePlan& node : plan) {
     for (const ProcessSpec& p : node.processes) {
