@@ -21,9 +21,9 @@
 // `expect_exit` was called for it, it exited with `fatal_exit_code`, or it already used
 // `max_restarts` restarts. With `restart_window_ms` = 0 every restart since start() counts;
 // otherwise only those of the last window (train and the node agent: 5 per 10 minutes), so a
-// child that fails once an hour is restarted each time, after the first pause. A child that exits 0 has
-// finished its work (the coordinator once the run is finished) and is not restarted either. All of
-// these are reported as given up; the caller decides (train stops the run with the child's log
+// child that fails once an hour is restarted each time, after the first pause. A child that exits 0
+// has finished its work (the coordinator once the run is finished) and is not restarted either. All
+// of these are reported as given up; the caller decides (train stops the run with the child's log
 // tail in its message, the node agent marks its node degraded).
 //
 // Threading: one thread owns the object (poll from one loop). Not copyable.
