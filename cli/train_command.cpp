@@ -54,6 +54,7 @@ struct TrainArgs {
   bool fresh = false;
   std::string until;
   bool allow_manifest_change = false;
+  int max_restarts = 5;  // per child within 10 minutes
 };
 
 Error bad(const std::string& code, const std::string& message) {
@@ -536,11 +537,11 @@ int run_train(const TrainArgs& a, StopSignals& signals) {
   std::fflush(stdout);
 
   const std::vector<NodePlan> plan = plan_launch(m, r.manifest_copy.string());
-  // A child that fails is restarted; more than 5 failures of one child within 10 minutes (a crash
-  // loop) stop the run. Counted over the whole run instead, a long run would end at the sixth
+  // A child that fails is restarted; more than --max-restarts (5) failures of one child within 10
+  // minutes (a crash loop) stop the run. Counted over the whole run instead, a long run would end at the sixth
   // crash of any one process however far apart (the node agent's rule, cluster/node_agent.h).
   LocalProcesses children({.log_dir = (r.run_dir / "logs").string(),
-                           .max_restarts = 5,
+                           .max_restarts = a.max_restarts,
                            .restart_window_ms = std::chrono::minutes(10)});
   std::string coordinator_name;
   for (const NodePlan& node : plan) {
@@ -763,6 +764,10 @@ void add_train_command(CLI::App& app, CommandResult& result) {
                     "run the stages up to this one: single-turn-ppo, agent-warmup, agentic-ppo");
   train->add_flag("--allow-manifest-change", args->allow_manifest_change,
                   "resume although the manifest differs from the one the run started with");
+  train->add_option("--max-restarts", args->max_restarts,
+                    "restarts of one failing child within 10 minutes before the run is stopped "
+                    "as a crash loop (default 5; fault-injection runs raise it)")
+      ->check(CLI::Range(0, 1'000'000));
   auto* status = train->add_subcommand(
       "status",
       "Where the run stands: stage, policy version, reward by version and tier, checkpoints");
