@@ -538,8 +538,9 @@ int run_train(const TrainArgs& a, StopSignals& signals) {
 
   const std::vector<NodePlan> plan = plan_launch(m, r.manifest_copy.string());
   // A child that fails is restarted; more than --max-restarts (5) failures of one child within 10
-  // minutes (a crash loop) stop the run. Counted over the whole run instead, a long run would end at the sixth
-  // crash of any one process however far apart (the node agent's rule, cluster/node_agent.h).
+  // minutes (a crash loop) stop the run. Counted over the whole run instead, a long run would end
+  // at the sixth crash of any one process however far apart (the node agent's rule,
+  // cluster/node_agent.h).
   LocalProcesses children({.log_dir = (r.run_dir / "logs").string(),
                            .max_restarts = a.max_restarts,
                            .restart_window_ms = std::chrono::minutes(10)});
@@ -764,9 +765,10 @@ void add_train_command(CLI::App& app, CommandResult& result) {
                     "run the stages up to this one: single-turn-ppo, agent-warmup, agentic-ppo");
   train->add_flag("--allow-manifest-change", args->allow_manifest_change,
                   "resume although the manifest differs from the one the run started with");
-  train->add_option("--max-restarts", args->max_restarts,
-                    "restarts of one failing child within 10 minutes before the run is stopped "
-                    "as a crash loop (default 5; fault-injection runs raise it)")
+  train
+      ->add_option("--max-restarts", args->max_restarts,
+                   "restarts of one failing child within 10 minutes before the run is stopped "
+                   "as a crash loop (default 5; fault-injection runs raise it)")
       ->check(CLI::Range(0, 1'000'000));
   auto* status = train->add_subcommand(
       "status",
