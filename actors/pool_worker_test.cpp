@@ -48,21 +48,54 @@ std::optional<Received> next(zmq::socket_t& router) {
   return std::nullopt;
 }
 
+// A ROUTER on a loopback port standing in for the broker: the worker options that connect to it
+// and hand-made PoolWork for a request id (payload "x", in its own frame or appended inline).
+class StandInBroker {
+ public:
+  StandInBroker() {
+    router.set(zmq::sockopt::linger, 0);
+    router.bind("tcp://127.0.0.1:0");
+  }
+  /// Heartbeats every `heartbeat_ms`; the stand-in echoes none, so the worker never times it out.
+  PoolWorkerOptions worker_options(const std::string& id, std::int64_t slots,
+                                   std::int64_t heartbeat_ms) {
+    PoolWorkerOptions options;
+    options.broker_endpoint = router.get(zmq::sockopt::last_endpoint);
+    options.worker_id = WorkerId{id};
+    options.slots = slots;
+    options.heartbeat_interval_ms = heartbeat_ms;
+    options.broker_timeout_ms = 3'600'000;
+    return options;
+  }
+  void send_work(const std::string& peer, const std::string& request_id, std::uint32_t attempt = 1,
+                 bool payload_inline = false) {
+    RequestHeader header;
+    header.request_id = RequestId{request_id};
+    header.run_id = RunId{"test"};
+    header.deadline_unix_ms = now_unix_ms() + 60'000;
+    (void)router.send(zmq::buffer(peer), zmq::send_flags::sndmore);
+    if (payload_inline) {
+      (void)router.send(take_frame(encode_pool(PoolWork{header, 1, attempt}) + "x"),
+                        zmq::send_flags::none);
+    } else {
+      (void)router.send(take_frame(encode_pool(PoolWork{header, 1, attempt})),
+                        zmq::send_flags::sndmore);
+      (void)router.send(zmq::str_buffer("x"), zmq::send_flags::none);
+    }
+  }
+
+  zmq::context_t context{1};
+  zmq::socket_t router{context, zmq::socket_type::router};
+};
+
 // Covers: a handler running for many heartbeat intervals on a one-slot worker. The thread that
 // took the request in runs it and holds the only slot; another thread must take the socket over
 // by the next heartbeat, so the broker keeps hearing from the worker while the handler runs, and
 // the result still goes out when the handler returns.
 TEST(PoolWorker, HeartbeatsGoOnWhileTheOnlySlotIsBusy) {
   (void)setup_logging({.level = "error"});
-  zmq::context_t context{1};
-  zmq::socket_t router(context, zmq::socket_type::router);
-  router.set(zmq::sockopt::linger, 0);
-  router.bind("tcp://127.0.0.1:0");
-  PoolWorkerOptions options;
-  options.broker_endpoint = router.get(zmq::sockopt::last_endpoint);
-  options.worker_id = WorkerId{"one-slot"};
-  options.heartbeat_interval_ms = 10;
-  options.broker_timeout_ms = 600'000;  // this stand-in does not echo heartbeats
+  StandInBroker broker;
+  const PoolWorkerOptions options = broker.worker_options("one-slot", 1, 10);
   std::promise<void> started;
   std::promise<void> release;
   std::shared_future<void> released = release.get_future().share();
@@ -73,28 +106,22 @@ TEST(PoolWorker, HeartbeatsGoOnWhileTheOnlySlotIsBusy) {
   });
   ASSERT_TRUE(worker) << worker.error().to_string();
 
-  auto ready = next(router);
+  auto ready = next(broker.router);
   ASSERT_TRUE(ready && std::holds_alternative<PoolReady>(ready->message));
-  RequestHeader header;
-  header.request_id = RequestId{"long-1"};
-  header.run_id = RunId{"test"};
-  header.deadline_unix_ms = now_unix_ms() + 60'000;
-  (void)router.send(zmq::buffer(ready->peer), zmq::send_flags::sndmore);
-  (void)router.send(take_frame(encode_pool(PoolWork{header, 1, 1})), zmq::send_flags::sndmore);
-  (void)router.send(zmq::str_buffer("x"), zmq::send_flags::none);
+  broker.send_work(ready->peer, "long-1");
   started.get_future().wait();
 
   // Four heartbeats after the handler started (the first may have been sent just before).
   int heartbeats = 0;
   while (heartbeats < 4) {
-    auto m = next(router);
+    auto m = next(broker.router);
     ASSERT_TRUE(m) << "no heartbeat while the handler ran";
     ASSERT_FALSE(std::holds_alternative<PoolResult>(m->message)) << "result before release";
     if (std::holds_alternative<PoolHeartbeat>(m->message)) ++heartbeats;
   }
   release.set_value();
   for (;;) {
-    auto m = next(router);
+    auto m = next(broker.router);
     ASSERT_TRUE(m) << "no result after the handler returned";
     if (auto* result = std::get_if<PoolResult>(&m->message)) {
       EXPECT_EQ(result->request_id.value(), "long-1");
@@ -112,16 +139,8 @@ TEST(PoolWorker, HeartbeatsGoOnWhileTheOnlySlotIsBusy) {
 // old connection). The worker runs it once and sends one result, which answers both.
 TEST(PoolWorker, WorkForAHeldRequestIsNotRunTwice) {
   (void)setup_logging({.level = "error"});
-  zmq::context_t context{1};
-  zmq::socket_t router(context, zmq::socket_type::router);
-  router.set(zmq::sockopt::linger, 0);
-  router.bind("tcp://127.0.0.1:0");
-  PoolWorkerOptions options;
-  options.broker_endpoint = router.get(zmq::sockopt::last_endpoint);
-  options.worker_id = WorkerId{"two-slots"};
-  options.slots = 2;
-  options.heartbeat_interval_ms = 10;
-  options.broker_timeout_ms = 600'000;  // this stand-in does not echo heartbeats
+  StandInBroker broker;
+  const PoolWorkerOptions options = broker.worker_options("two-slots", 2, 10);
   std::atomic<int> runs{0};
   std::promise<void> started;
   std::promise<void> release;
@@ -132,21 +151,11 @@ TEST(PoolWorker, WorkForAHeldRequestIsNotRunTwice) {
     return "done:" + item.payload.str();
   });
   ASSERT_TRUE(worker) << worker.error().to_string();
-  auto ready = next(router);
+  auto ready = next(broker.router);
   ASSERT_TRUE(ready && std::holds_alternative<PoolReady>(ready->message));
-  RequestHeader header;
-  header.request_id = RequestId{"twice"};
-  header.run_id = RunId{"test"};
-  header.deadline_unix_ms = now_unix_ms() + 60'000;
-  auto send_work = [&](std::uint32_t attempt) {
-    (void)router.send(zmq::buffer(ready->peer), zmq::send_flags::sndmore);
-    (void)router.send(take_frame(encode_pool(PoolWork{header, 1, attempt})),
-                      zmq::send_flags::sndmore);
-    (void)router.send(zmq::str_buffer("x"), zmq::send_flags::none);
-  };
-  send_work(1);
+  broker.send_work(ready->peer, "twice", 1);
   started.get_future().wait();
-  send_work(2);  // a free slot: a worker without the check would start it at once
+  broker.send_work(ready->peer, "twice", 2);  // a free slot: without the check it would start
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while ((*worker)->duplicates() == 0 && std::chrono::steady_clock::now() < until) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -156,7 +165,7 @@ TEST(PoolWorker, WorkForAHeldRequestIsNotRunTwice) {
   int results = 0;
   const auto quiet_until = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
   while (std::chrono::steady_clock::now() < quiet_until) {
-    auto m = next(router);
+    auto m = next(broker.router);
     if (m && std::holds_alternative<PoolResult>(m->message)) ++results;
   }
   EXPECT_EQ(results, 1);
@@ -170,18 +179,10 @@ TEST(PoolWorker, WorkForAHeldRequestIsNotRunTwice) {
 // otherwise sleep past the 10 s the handlers wait for each other.
 TEST(PoolWorker, ABurstOfWorkFillsEveryFreeSlotAndNoMore) {
   (void)setup_logging({.level = "error"});
-  zmq::context_t context{1};
-  zmq::socket_t router(context, zmq::socket_type::router);
-  router.set(zmq::sockopt::linger, 0);
-  router.bind("tcp://127.0.0.1:0");
+  StandInBroker broker;
   constexpr int kSlots = 4, kJobs = 6;
-  PoolWorkerOptions options;
-  options.broker_endpoint = router.get(zmq::sockopt::last_endpoint);
-  options.worker_id = WorkerId{"four-slots"};
-  options.slots = kSlots;
+  PoolWorkerOptions options = broker.worker_options("four-slots", kSlots, 3'600'000);
   options.prefetch = kJobs - kSlots;
-  options.heartbeat_interval_ms = 3'600'000;
-  options.broker_timeout_ms = 3'600'000;
   std::mutex mutex;
   std::condition_variable cv;
   int running = 0, most = 0, started = 0;
@@ -199,25 +200,15 @@ TEST(PoolWorker, ABurstOfWorkFillsEveryFreeSlotAndNoMore) {
   });
   ASSERT_TRUE(worker) << worker.error().to_string();
 
-  auto ready = next(router);
+  auto ready = next(broker.router);
   ASSERT_TRUE(ready && std::holds_alternative<PoolReady>(ready->message));
   for (int i = 0; i < kJobs; ++i) {  // one burst: the worker takes them in together
-    RequestHeader header;
-    header.request_id = RequestId{"burst-" + std::to_string(i)};
-    header.run_id = RunId{"test"};
-    header.deadline_unix_ms = now_unix_ms() + 60'000;
-    (void)router.send(zmq::buffer(ready->peer), zmq::send_flags::sndmore);
-    if (i % 2) {  // both forms of a payload are read: in its own frame, and inline
-      (void)router.send(take_frame(encode_pool(PoolWork{header, 1, 1})), zmq::send_flags::sndmore);
-      (void)router.send(zmq::str_buffer("x"), zmq::send_flags::none);
-    } else {
-      (void)router.send(take_frame(encode_pool(PoolWork{header, 1, 1}) + "x"),
-                        zmq::send_flags::none);
-    }
+    // Both forms of a payload are read: in its own frame, and inline.
+    broker.send_work(ready->peer, "burst-" + std::to_string(i), 1, /*payload_inline=*/i % 2 == 0);
   }
   int results = 0;
   while (results < kJobs) {
-    auto m = next(router);
+    auto m = next(broker.router);
     ASSERT_TRUE(m) << "only " << results << " results";
     if (auto* result = std::get_if<PoolResult>(&m->message)) {
       EXPECT_FALSE(result->error);
