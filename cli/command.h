@@ -61,6 +61,8 @@ void add_train_command(CLI::App& app, CommandResult& result);     // train, trai
 void add_coordinator_command(CLI::App& serve, CommandResult& result);
 /// `node-agent` (cli/node_agent_command.cpp).
 void add_node_agent_command(CLI::App& app, CommandResult& result);
+/// `sim` (cli/sim_command.cpp).
+void add_sim_command(CLI::App& app, CommandResult& result);
 
 /// What `cuda-agent --version` prints (cli/main.cpp); `launch --ssh` compares it with every host's.
 std::string version_text();

@@ -123,6 +123,7 @@ int main(int argc, char** argv) {
   cli::add_learn_commands(app, result);
   cli::add_train_command(app, result);
   cli::add_node_agent_command(app, result);
+  cli::add_sim_command(app, result);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -74,11 +74,23 @@ Expected<std::optional<CurveClientKeys>> client_curve(const Manifest& m) {
 }
 
 std::string coordinator_endpoint(const Manifest& m) {
-  return "tcp://" + m.coordinator().host + ":" + std::to_string(m.run.port_base + kCoordinatorPort);
+  return run_endpoint(m, RunPort::kCoordinator, m.coordinator().host);
 }
 
 std::string coordinator_bind_endpoint(const Manifest& m) {
   return "tcp://*:" + std::to_string(m.run.port_base + kCoordinatorPort);
+}
+
+std::string run_endpoint(const Manifest& m, RunPort port, const std::string& host) {
+  std::int64_t offset = kCoordinatorPort;
+  switch (port) {
+    case RunPort::kCoordinator: offset = kCoordinatorPort; break;
+    case RunPort::kCompileClients: offset = kCompileClientPort; break;
+    case RunPort::kCompileWorkers: offset = kCompileWorkerPort; break;
+    case RunPort::kBenchClients: offset = kBenchClientPort; break;
+    case RunPort::kBenchWorkers: offset = kBenchWorkerPort; break;
+  }
+  return "tcp://" + host + ":" + std::to_string(m.run.port_base + offset);
 }
 
 bool is_loopback_host(const std::string& host) {

@@ -79,6 +79,10 @@ Expected<std::optional<CurveClientKeys>> client_curve(const Manifest& manifest);
 std::string coordinator_endpoint(const Manifest& manifest);
 std::string coordinator_bind_endpoint(const Manifest& manifest);
 
+/// The run's ports ([run] port_base + offset).
+enum class RunPort { kCoordinator, kCompileClients, kCompileWorkers, kBenchClients, kBenchWorkers };
+/// tcp://HOST:port_base+offset of `port` (the simulation connects to its brokers on 127.0.0.1).
+std::string run_endpoint(const Manifest& manifest, RunPort port, const std::string& host);
 /// A loopback name: localhost, 127.0.0.1 or ::1.
 bool is_loopback_host(const std::string& host);
 /// A manifest host that is this machine: a loopback name or exactly its gethostname().
