@@ -724,16 +724,7 @@ Expected<SimReport> run_simulation(const SimOptions& options) {
   RETURN_IF_ERROR(start_workers(false, report.compile_workers, jobs));
   RETURN_IF_ERROR(start_workers(true, report.bench_workers, 1));
 
-  // The learner.
-  SimLearner learner(w);
-  std::atomic<bool> learner_stop{false};
-  Status learner_status = Status::ok();
-  std::thread learner_thread([&] {
-    learner_status = serve_learner(client_options("sim-learner-rank0", MemberRole::kLearner),
-                                   learner, learner_stop);
-  });
-
-  // Rollout workers and their slots.
+  // Rollout workers: their clients now, their slots once everything else runs.
   std::vector<std::unique_ptr<RolloutWorker>> workers;
   for (std::int64_t i = 0; i < report.rollout_workers; ++i) {
     auto rw = std::make_unique<RolloutWorker>();
@@ -753,6 +744,24 @@ Expected<SimReport> run_simulation(const SimOptions& options) {
     }
     workers.push_back(std::move(rw));
   }
+
+  // The silent probe: a member that heartbeats, then goes quiet at probe_after.
+  const std::string probe_id = "sim-silent-probe";
+  std::unique_ptr<CoordinatorClient> probe;
+  if (options.probe_after.count() > 0) {
+    ASSIGN_OR_RETURN(probe,
+                     CoordinatorClient::connect(client_options(probe_id, MemberRole::kEngine)));
+  }
+
+  // The learner. Nothing below returns before it is joined.
+  SimLearner learner(w);
+  std::atomic<bool> learner_stop{false};
+  Status learner_status = Status::ok();
+  std::thread learner_thread([&] {
+    learner_status = serve_learner(client_options("sim-learner-rank0", MemberRole::kLearner),
+                                   learner, learner_stop);
+  });
+
   CoordinatorClient& status_client = *workers.front()->coordinator;
   auto loop = std::make_unique<EventLoop>(w, 32);
   {
@@ -767,13 +776,6 @@ Expected<SimReport> run_simulation(const SimOptions& options) {
     }
   }
 
-  // The silent probe: a member that heartbeats, then goes quiet at probe_after.
-  const std::string probe_id = "sim-silent-probe";
-  std::unique_ptr<CoordinatorClient> probe;
-  if (options.probe_after.count() > 0) {
-    ASSIGN_OR_RETURN(probe,
-                     CoordinatorClient::connect(client_options(probe_id, MemberRole::kEngine)));
-  }
   std::optional<Clock::time_point> probe_silent_at;
   std::ifstream coordinator_log(log_of("coordinator"));
   std::string log_tail;
