@@ -6,23 +6,16 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <condition_variable>
 #include <cstdio>
 #include <cstring>
-#include <deque>
 #include <fstream>
 #include <mutex>
 #include <optional>
-#include <queue>
 #include <random>
-#include <sstream>
 #include <thread>
-#include <unordered_map>
 
 #include "actors/pool_client.h"
 #include "actors/pool_worker.h"
@@ -30,6 +23,7 @@
 #include "cluster/local_processes.h"
 #include "cluster/manifest.h"
 #include "cluster/manifest_overrides.h"
+#include "cluster/sim_roles.h"
 #include "coordinator/coordinator_client.h"
 #include "core/clock.h"
 #include "tasks/synth.h"
@@ -37,7 +31,13 @@
 namespace cuda_agent {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using sim::Clock;
+using sim::EventLoop;
+using sim::ms_since;
+using sim::RolloutWorker;
+using sim::sim_handler;
+using sim::SimLearner;
+using sim::World;
 using Ms = std::chrono::milliseconds;
 namespace fs = std::filesystem;
 
@@ -45,38 +45,6 @@ Error bad(const std::string& what) { return make_error(ErrorCategory::kInvalidIn
 Error failed(const std::string& what) {
   return make_error(ErrorCategory::kUnavailable, "sim.failed", what);
 }
-
-double ms_since(Clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-}
-
-// Latencies of one kind; summarised at the end.
-class Samples {
- public:
-  void add(double ms) {
-    std::lock_guard lock(mutex_);
-    values_.push_back(ms);
-  }
-  LatencySummary summary() const {
-    std::lock_guard lock(mutex_);
-    LatencySummary s;
-    if (values_.empty()) return s;
-    std::vector<double> v = values_;
-    std::sort(v.begin(), v.end());
-    auto at = [&](double q) {
-      return v[std::min(v.size() - 1, static_cast<std::size_t>(q * v.size()))];
-    };
-    s.count = v.size();
-    s.p50_ms = at(0.5);
-    s.p99_ms = at(0.99);
-    s.max_ms = v.back();
-    return s;
-  }
-
- private:
-  mutable std::mutex mutex_;
-  std::vector<double> values_;
-};
 
 // A port block [base, base + 6) nobody listens on now.
 bool ports_free(std::int64_t base) {
@@ -126,381 +94,6 @@ std::uint64_t peak_rss_mb(pid_t pid) {
     if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) / 1024;
   }
   return 0;
-}
-
-// Everything the simulated roles share.
-struct World {
-  SimOptions options;
-  Manifest manifest;
-  RunId run;
-  std::optional<CurveClientKeys> curve;
-  std::int64_t max_turns = 1, max_new_tokens = 1, max_context = 1;
-  std::int64_t learner_ranks = 1;
-  std::atomic<bool> stopping{false};
-  std::mutex stop_mutex;
-  std::condition_variable stop_cv;
-
-  Samples dispatch, admission, store_ack, compile_call, bench_call, learner_step;
-  Samples lag;  // how late the event loop ran what fell due: the simulation keeping up
-  std::atomic<std::uint64_t> submitted{0}, acknowledged{0}, failed_calls{0}, steps{0},
-      checkpoints{0};
-  std::atomic<std::uint64_t> latest_version{0};
-  std::mutex failures_mutex;
-  std::vector<std::string> failures;
-  std::mutex tokens_mutex;
-  std::unordered_map<std::string, std::int64_t> episode_tokens;
-  std::string random_bytes;  // trajectories are slices of it: incompressible, like real ones
-
-  // Sleeps `ms` of real time unless the simulation stops first.
-  void sleep_real(double ms) {
-    std::unique_lock lock(stop_mutex);
-    stop_cv.wait_for(lock, std::chrono::duration<double, std::milli>(ms),
-                     [&] { return stopping.load(); });
-  }
-  double scaled(double simulated_ms) const { return simulated_ms / options.speedup; }
-  void fail(const std::string& what) {
-    ++failed_calls;
-    std::lock_guard lock(failures_mutex);
-    if (failures.size() < 20) failures.push_back(what);
-  }
-};
-
-// A lognormal draw around `ms` (its median), by the options' jitter.
-double jittered(std::mt19937_64& rng, double ms, double sigma) {
-  std::lognormal_distribution<double> d(0.0, sigma);
-  return ms * d(rng);
-}
-
-// Timers and a few threads that run what falls due: the rollout side's event loop. Blocking
-// coordinator calls run on the executors; pool calls complete on the pool clients' threads.
-class EventLoop {
- public:
-  using Task = std::function<void()>;
-  EventLoop(World& world, int executors) : world_(world) {
-    timer_ = std::thread([this] { timers(); });
-    for (int i = 0; i < executors; ++i) executors_.emplace_back([this] { execute(); });
-  }
-  ~EventLoop() { stop(); }
-  void at(Clock::time_point due, Task task) {
-    {
-      std::lock_guard lock(mutex_);
-      due_.push(Due{due, next_++, std::move(task)});
-    }
-    timer_cv_.notify_one();
-  }
-  void after_ms(double ms, Task task) {
-    at(Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                          std::chrono::duration<double, std::milli>(std::max(0.0, ms))),
-       std::move(task));
-  }
-  void stop() {
-    {
-      std::lock_guard lock(mutex_);
-      if (stopped_) return;
-      stopped_ = true;
-    }
-    timer_cv_.notify_all();
-    work_cv_.notify_all();
-    timer_.join();
-    for (auto& t : executors_) t.join();
-  }
-
- private:
-  struct Due {
-    Clock::time_point when;
-    std::uint64_t order;
-    Task task;
-    bool operator>(const Due& o) const { return when != o.when ? when > o.when : order > o.order; }
-  };
-  void timers() {
-    std::unique_lock lock(mutex_);
-    while (!stopped_) {
-      if (due_.empty()) {
-        timer_cv_.wait(lock);
-        continue;
-      }
-      const auto when = due_.top().when;
-      if (Clock::now() < when) {
-        timer_cv_.wait_until(lock, when);
-        continue;
-      }
-      ready_.push_back(Ready{when, std::move(const_cast<Due&>(due_.top()).task)});
-      due_.pop();
-      work_cv_.notify_one();
-    }
-  }
-  void execute() {
-    std::unique_lock lock(mutex_);
-    while (true) {
-      work_cv_.wait(lock, [&] { return stopped_ || !ready_.empty(); });
-      if (stopped_) return;
-      Ready r = std::move(ready_.front());
-      ready_.pop_front();
-      lock.unlock();
-      world_.lag.add(ms_since(r.due));
-      if (!world_.stopping) r.task();
-      lock.lock();
-    }
-  }
-
-  World& world_;
-  std::mutex mutex_;
-  std::condition_variable timer_cv_, work_cv_;
-  std::priority_queue<Due, std::vector<Due>, std::greater<>> due_;
-  struct Ready {
-    Clock::time_point due;
-    Task task;
-  };
-  std::deque<Ready> ready_;
-  std::uint64_t next_ = 0;
-  bool stopped_ = false;
-  std::thread timer_;
-  std::vector<std::thread> executors_;
-};
-
-// One simulated rollout worker: its clients, and a version it has synced its engine to.
-struct RolloutWorker {
-  WorkerId id;
-  std::unique_ptr<CoordinatorClient> coordinator;
-  std::unique_ptr<PoolClient> compile, bench;
-  std::mutex mutex;
-  std::uint64_t synced_version = 0;
-  Clock::time_point sync_until{};
-};
-
-// One episode slot of a worker, a small state machine driven by the event loop.
-class Slot : public std::enable_shared_from_this<Slot> {
- public:
-  Slot(World& world, EventLoop& loop, RolloutWorker& worker, std::uint64_t seed)
-      : world_(world), loop_(loop), worker_(worker), rng_(seed) {}
-
-  void ask() {
-    if (world_.stopping) return;
-    const auto t0 = Clock::now();
-    Expected<WorkReply> reply = worker_.coordinator->request_work();
-    const double ms = ms_since(t0);
-    auto self = shared_from_this();
-    if (!reply) {
-      if (world_.stopping) return;
-      world_.fail(worker_.id.value() + " work request: " + reply.error().to_string());
-      loop_.after_ms(1000, [self] { self->ask(); });
-      return;
-    }
-    if (!reply->assigned) {
-      world_.admission.add(ms);
-      if (reply->reason == "run finished")
-        return;  // rollout/coordinated_rollout.h kRunFinishedReason
-      loop_.after_ms(
-          static_cast<double>(std::clamp<std::int64_t>(reply->retry_after_ms, 200, 5000)),
-          [self] { self->ask(); });
-      return;
-    }
-    world_.dispatch.add(ms);
-    assignment_ = reply->assignment;
-    const SimLatencies& l = world_.options.latencies;
-    if (assignment_.stage == EpisodeStage::kSingleTurnWarmup) {
-      turns_left_ = 1;
-    } else {
-      std::geometric_distribution<std::int64_t> turns(1.0 / std::max(1.0, l.mean_turns));
-      turns_left_ = std::clamp<std::int64_t>(1 + turns(rng_), 1, world_.max_turns);
-    }
-    turns_ = 0;
-    tokens_ = l.prompt_tokens;
-    loop_.after_ms(0, [self] { self->turn(); });
-  }
-
- private:
-  void turn() {
-    if (turns_left_ <= 0 || tokens_ >= world_.max_context) return submit();
-    const SimLatencies& l = world_.options.latencies;
-    std::uniform_int_distribution<std::int64_t> new_tokens(
-        std::min(l.new_tokens_min, world_.max_new_tokens),
-        std::min(l.new_tokens_max, world_.max_new_tokens));
-    const std::int64_t n = new_tokens(rng_);
-    double wait = world_.scaled(n * l.decode_ms_per_token);
-    {
-      // A version published since this worker's engine last synced: its next decode waits for
-      // the weights (the engine serves nothing meanwhile).
-      std::lock_guard lock(worker_.mutex);
-      const std::uint64_t latest = world_.latest_version;
-      const auto now = Clock::now();
-      if (worker_.synced_version < latest) {
-        worker_.synced_version = latest;
-        const double sync_ms = l.model_params * 2 / (l.weight_sync_gb_per_s * 1e9) * 1000;
-        worker_.sync_until =
-            now + std::chrono::duration_cast<Clock::duration>(
-                      std::chrono::duration<double, std::milli>(world_.scaled(sync_ms)));
-      }
-      if (worker_.sync_until > now)
-        wait += std::chrono::duration<double, std::milli>(worker_.sync_until - now).count();
-    }
-    tokens_ += n;
-    auto self = shared_from_this();
-    loop_.after_ms(wait, [self] { self->tool(); });
-  }
-
-  void tool() {
-    const SimLatencies& l = world_.options.latencies;
-    ++turns_;
-    --turns_left_;
-    tokens_ += l.tool_tokens_per_turn;
-    const bool last = turns_left_ <= 0 || tokens_ >= world_.max_context;
-    std::uniform_real_distribution<double> u(0, 1);
-    const double draw = u(rng_);
-    PoolClient* pool = nullptr;
-    Samples* samples = nullptr;
-    std::string payload;
-    if (last && worker_.bench) {
-      pool = worker_.bench.get(), samples = &world_.bench_call, payload = "F";
-    } else if (draw < l.compile_per_turn) {
-      pool = worker_.compile.get(), samples = &world_.compile_call, payload = "C";
-    } else if (draw < l.compile_per_turn + l.bench_per_turn && worker_.bench) {
-      pool = worker_.bench.get(), samples = &world_.bench_call, payload = "B";
-    }
-    auto self = shared_from_this();
-    if (pool == nullptr) {
-      loop_.after_ms(0, [self] { self->turn(); });
-      return;
-    }
-    // A compile request carries the solution's sources; a bench request the artifact's hash.
-    payload.resize(payload == "C" ? 6000 : 300, 'x');
-    PoolRequest r;
-    r.header.request_id =
-        RequestId{assignment_.episode_id.value() + "/" + std::to_string(assignment_.attempt) +
-                  "/t" + std::to_string(turns_)};
-    r.header.run_id = world_.run;
-    r.header.policy_version = assignment_.policy_version;
-    r.header.deadline_unix_ms = now_unix_ms() + 600'000;
-    r.payload = std::move(payload);
-    const auto t0 = Clock::now();
-    pool->call_async(std::move(r), [self, samples, t0](PoolOutcome o) {
-      samples->add(ms_since(t0));
-      if (!o.result && !self->world_.stopping)
-        self->world_.fail("pool call of " + self->assignment_.episode_id.value() + ": " +
-                          o.result.error().to_string());
-      self->loop_.after_ms(0, [self] { self->turn(); });
-    });
-  }
-
-  void submit() {
-    if (world_.stopping) return;
-    std::uniform_int_distribution<std::int64_t> reward(-1, 3);
-    TrajectorySubmission s;
-    s.worker = worker_.id;
-    s.attempt = assignment_.attempt;
-    EpisodeRecord& e = s.episode;
-    e.episode_id = assignment_.episode_id;
-    e.run_id = world_.run;
-    e.task_id = assignment_.task_id;
-    e.stage = assignment_.stage;
-    e.policy_version = assignment_.policy_version;
-    e.status = EpisodeStatus::kCompleted;
-    e.final_reward = static_cast<double>(reward(rng_));
-    e.turns = static_cast<std::uint32_t>(turns_);
-    e.total_tokens = static_cast<std::uint64_t>(tokens_);
-    e.created_unix_ms = now_unix_ms();
-    const auto size = static_cast<std::size_t>(
-        std::min<double>(tokens_ * world_.options.latencies.trajectory_bytes_per_token,
-                         static_cast<double>(world_.random_bytes.size() / 2)));
-    std::uniform_int_distribution<std::size_t> offset(0, world_.random_bytes.size() - size);
-    e.trajectory_bytes = world_.random_bytes.substr(offset(rng_), size);
-    {
-      std::lock_guard lock(world_.tokens_mutex);
-      world_.episode_tokens[e.episode_id.value()] = tokens_;
-    }
-    ++world_.submitted;
-    const auto t0 = Clock::now();
-    Expected<SubmitReply> reply = worker_.coordinator->submit(std::move(s));
-    const double ms = ms_since(t0);
-    auto self = shared_from_this();
-    if (!reply || reply->status == SubmitStatus::kStoreFailed) {
-      if (world_.stopping) return;
-      world_.fail("submission of " + assignment_.episode_id.value() + ": " +
-                  (reply ? reply->message : reply.error().to_string()));
-      loop_.after_ms(1000, [self] { self->submit(); });
-      return;
-    }
-    world_.store_ack.add(ms);
-    if (reply->status == SubmitStatus::kAcknowledged) ++world_.acknowledged;
-    loop_.after_ms(0, [self] { self->ask(); });
-  }
-
-  World& world_;
-  EventLoop& loop_;
-  RolloutWorker& worker_;
-  std::mt19937_64 rng_;
-  Assignment assignment_;
-  std::int64_t turns_left_ = 0, turns_ = 0, tokens_ = 0;
-};
-
-// The simulated learner: a step takes its batch's tokens over the ranks' throughput, a checkpoint
-// the sharded optimizer state over the write rate (both divided by the speedup).
-class SimLearner : public LearnerHandler {
- public:
-  explicit SimLearner(World& world) : world_(world) {}
-  Expected<StepDone> train(const TrainStep& step) override {
-    const auto t0 = Clock::now();
-    std::int64_t tokens = 0;
-    {
-      std::lock_guard lock(world_.tokens_mutex);
-      auto add = [&](const std::vector<EpisodeId>& ids) {
-        for (const EpisodeId& id : ids) {
-          auto it = world_.episode_tokens.find(id.value());
-          if (it != world_.episode_tokens.end()) tokens += it->second;
-        }
-      };
-      for (const RecordedStep& r : step.replay) add(r.episodes);
-      add(step.episodes);
-      for (const EpisodeId& id : step.episodes) world_.episode_tokens.erase(id.value());
-    }
-    const double ms = static_cast<double>(tokens) /
-                      (world_.options.latencies.learner_tokens_per_s *
-                       static_cast<double>(world_.learner_ranks)) *
-                      1000;
-    world_.sleep_real(world_.scaled(ms));
-    world_.learner_step.add(ms_since(t0));
-    ++world_.steps;
-    const std::uint64_t version = step.version.value() + 1;
-    world_.latest_version = std::max<std::uint64_t>(world_.latest_version, version);
-    return StepDone{.step = step.step,
-                    .new_version = PolicyVersion{version},
-                    .metrics = {{"sim/tokens", static_cast<double>(tokens)}}};
-  }
-  Expected<CheckpointDone> checkpoint(const CheckpointRequest& request) override {
-    const SimLatencies& l = world_.options.latencies;
-    const double bytes = l.model_params * 14 / static_cast<double>(world_.learner_ranks);
-    world_.sleep_real(world_.scaled(bytes / (l.checkpoint_mb_per_s * 1e6) * 1000));
-    ++world_.checkpoints;
-    return CheckpointDone{
-        .step = request.step,
-        .path = (world_.options.work_dir / "checkpoints" / ("step-" + std::to_string(request.step)))
-                    .string(),
-        .size_bytes = static_cast<std::uint64_t>(bytes),
-        .checksum = "00"};
-  }
-
- private:
-  World& world_;
-};
-
-// What the simulated pool workers answer after their drawn latency.
-PoolHandler sim_handler(World& world, bool bench, std::uint64_t seed) {
-  auto rng = std::make_shared<std::mt19937_64>(seed);
-  auto mutex = std::make_shared<std::mutex>();
-  return [&world, bench, rng, mutex](WorkItem& item) -> Expected<PoolBytes> {
-    const SimLatencies& l = world.options.latencies;
-    const std::string_view payload = item.payload.view();
-    const double median = !bench                                    ? l.compile_ms
-                          : (!payload.empty() && payload[0] == 'F') ? l.bench_final_ms
-                                                                    : l.bench_ms;
-    double ms = 0;
-    {
-      std::lock_guard lock(*mutex);
-      ms = jittered(*rng, median, l.jitter_sigma);
-    }
-    world.sleep_real(world.scaled(ms));
-    return PoolBytes(std::string(bench ? 2048 : 512, 'r'));
-  };
 }
 
 // Writes `count` synthetic tasks (the synthesizer's, as `tasks synth` writes them) into `dir`.
@@ -770,8 +363,7 @@ Expected<SimReport> run_simulation(const SimOptions& options) {
     std::uniform_real_distribution<double> start(0, 10'000);
     for (auto& rw : workers) {
       for (std::int64_t s = 0; s < slots_per_worker; ++s) {
-        auto slot = std::make_shared<Slot>(w, *loop, *rw, seeds());
-        loop->after_ms(start(seeds), [slot] { slot->ask(); });
+        sim::start_slot(w, *loop, *rw, seeds(), start(seeds));
       }
     }
   }
@@ -909,134 +501,6 @@ Expected<SimReport> run_simulation(const SimOptions& options) {
   children.stop_all();
   if (!learner_status) report.failures.push_back("learner: " + learner_status.error().to_string());
   return report;
-}
-
-namespace {
-nlohmann::json latency_json(const LatencySummary& s) {
-  return {{"count", s.count}, {"p50_ms", s.p50_ms}, {"p99_ms", s.p99_ms}, {"max_ms", s.max_ms}};
-}
-}  // namespace
-
-std::string sim_report_json(const SimReport& r) {
-  nlohmann::json j = {{"work_dir", r.work_dir.string()},
-                      {"real_s", r.real_s},
-                      {"simulated_s", r.simulated_s},
-                      {"speedup", r.speedup},
-                      {"load", r.load},
-                      {"rollout_workers", r.rollout_workers},
-                      {"learner_ranks", r.learner_ranks},
-                      {"compile_workers", r.compile_workers},
-                      {"bench_workers", r.bench_workers},
-                      {"compile_slots", r.compile_slots},
-                      {"bench_slots", r.bench_slots},
-                      {"episode_slots", r.episode_slots},
-                      {"members", r.members},
-                      {"in_flight_p50", r.in_flight_p50},
-                      {"in_flight_max", r.in_flight_max},
-                      {"episodes_submitted", r.episodes_submitted},
-                      {"episodes_acknowledged", r.episodes_acknowledged},
-                      {"episodes_trained", r.episodes_trained},
-                      {"steps", r.steps},
-                      {"checkpoints", r.checkpoints},
-                      {"simulated_episodes_per_hour", r.simulated_episodes_per_hour},
-                      {"dispatch", latency_json(r.dispatch)},
-                      {"admission", latency_json(r.admission)},
-                      {"store_ack", latency_json(r.store_ack)},
-                      {"compile_call", latency_json(r.compile_call)},
-                      {"bench_call", latency_json(r.bench_call)},
-                      {"learner_step", latency_json(r.learner_step)},
-                      {"event_lag", latency_json(r.event_lag)},
-                      {"coordinator_cores", r.coordinator_cores},
-                      {"compile_broker_cores", r.compile_broker_cores},
-                      {"bench_broker_cores", r.bench_broker_cores},
-                      {"sim_cores", r.sim_cores},
-                      {"coordinator_rss_mb", r.coordinator_rss_mb},
-                      {"compile_queue_max", r.compile_queue_max},
-                      {"bench_queue_max", r.bench_queue_max},
-                      {"compile_queue_last", r.compile_queue_last},
-                      {"bench_queue_last", r.bench_queue_last},
-                      {"false_suspects", r.false_suspects},
-                      {"false_lost", r.false_lost},
-                      {"broker_workers_lost", r.broker_workers_lost},
-                      {"failed_calls", r.failed_calls},
-                      {"failures", r.failures},
-                      {"heartbeat_timeout_ms", r.heartbeat_timeout_ms},
-                      {"probe_suspect_s", r.probe_suspect_s},
-                      {"probe_lost_s", r.probe_lost_s},
-                      {"child_exits", r.child_exits}};
-  return j.dump(2);
-}
-
-std::string sim_report_text(const SimReport& r) {
-  std::ostringstream o;
-  char buf[512];
-  auto lat = [&](const char* name, const LatencySummary& s) {
-    std::snprintf(buf, sizeof buf,
-                  "  %-28s %8llu calls, p50 %8.2f ms, p99 %8.2f ms, max %8.2f ms\n", name,
-                  static_cast<unsigned long long>(s.count), s.p50_ms, s.p99_ms, s.max_ms);
-    o << buf;
-  };
-  std::snprintf(buf, sizeof buf,
-                "simulation: %.0f s real x speedup %.0f = %.0f s simulated (%.2f h), load %.1fx; "
-                "work dir %s\n",
-                r.real_s, r.speedup, r.simulated_s, r.simulated_s / 3600, r.load,
-                r.work_dir.string().c_str());
-  o << buf;
-  std::snprintf(
-      buf, sizeof buf,
-      "  members %lld: %lld rollout workers (%lld episode slots), 1 learner (of %lld ranks), "
-      "%lld compile workers (%lld slots), %lld bench workers\n",
-      static_cast<long long>(r.members), static_cast<long long>(r.rollout_workers),
-      static_cast<long long>(r.episode_slots), static_cast<long long>(r.learner_ranks),
-      static_cast<long long>(r.compile_workers), static_cast<long long>(r.compile_slots),
-      static_cast<long long>(r.bench_workers));
-  o << buf;
-  std::snprintf(buf, sizeof buf,
-                "  episodes: in flight p50 %lld, max %lld; submitted %llu, acknowledged %llu, "
-                "trained %llu (%.0f per simulated hour); learner steps %llu, checkpoints %llu\n",
-                static_cast<long long>(r.in_flight_p50), static_cast<long long>(r.in_flight_max),
-                static_cast<unsigned long long>(r.episodes_submitted),
-                static_cast<unsigned long long>(r.episodes_acknowledged),
-                static_cast<unsigned long long>(r.episodes_trained), r.simulated_episodes_per_hour,
-                static_cast<unsigned long long>(r.steps),
-                static_cast<unsigned long long>(r.checkpoints));
-  o << buf;
-  lat("dispatch (work assigned)", r.dispatch);
-  lat("admission (none now)", r.admission);
-  lat("store acknowledgement", r.store_ack);
-  lat("compile call", r.compile_call);
-  lat("bench call", r.bench_call);
-  lat("learner step", r.learner_step);
-  lat("simulation's event lag", r.event_lag);
-  std::snprintf(buf, sizeof buf,
-                "  CPU (cores, average over the real time): coordinator %.3f (peak RSS %llu MiB), "
-                "compile broker %.3f, bench broker %.3f, this simulation %.3f\n",
-                r.coordinator_cores, static_cast<unsigned long long>(r.coordinator_rss_mb),
-                r.compile_broker_cores, r.bench_broker_cores, r.sim_cores);
-  o << buf;
-  std::snprintf(buf, sizeof buf,
-                "  queues: compile max %llu (last %llu), bench max %llu (last %llu)\n",
-                static_cast<unsigned long long>(r.compile_queue_max),
-                static_cast<unsigned long long>(r.compile_queue_last),
-                static_cast<unsigned long long>(r.bench_queue_max),
-                static_cast<unsigned long long>(r.bench_queue_last));
-  o << buf;
-  std::snprintf(buf, sizeof buf,
-                "  false suspects %llu, false lost %llu, workers the brokers lost %llu; failed "
-                "calls %llu\n",
-                static_cast<unsigned long long>(r.false_suspects),
-                static_cast<unsigned long long>(r.false_lost),
-                static_cast<unsigned long long>(r.broker_workers_lost),
-                static_cast<unsigned long long>(r.failed_calls));
-  o << buf;
-  std::snprintf(buf, sizeof buf,
-                "  silent probe (heartbeat timeout %lld ms): suspect after %.2f s, lost after "
-                "%.2f s (-1: not seen)\n",
-                static_cast<long long>(r.heartbeat_timeout_ms), r.probe_suspect_s, r.probe_lost_s);
-  o << buf;
-  for (const std::string& f : r.failures) o << "  failure: " << f << "\n";
-  for (const std::string& c : r.child_exits) o << "  child exited: " << c << "\n";
-  return o.str();
 }
 
 }  // namespace cuda_agent
