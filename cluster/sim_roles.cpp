@@ -155,7 +155,7 @@ class Slot : public std::enable_shared_from_this<Slot> {
       std::lock_guard lock(world_.tokens_mutex);
       world_.episode_tokens[e.episode_id.value()] = tokens_;
     }
-    ++world_.submitted;
+    if (!resubmitting_) ++world_.submitted;  // an episode counts once, however often it is sent
     const auto t0 = Clock::now();
     Expected<SubmitReply> reply = worker_.coordinator->submit(std::move(s));
     const double ms = ms_since(t0);
@@ -164,9 +164,11 @@ class Slot : public std::enable_shared_from_this<Slot> {
       if (world_.stopping) return;
       world_.fail("submission of " + assignment_.episode_id.value() + ": " +
                   (reply ? reply->message : reply.error().to_string()));
+      resubmitting_ = true;
       loop_.after_ms(1000, [self] { self->submit(); });
       return;
     }
+    resubmitting_ = false;
     world_.store_ack.add(ms);
     if (reply->status == SubmitStatus::kAcknowledged) ++world_.acknowledged;
     loop_.after_ms(0, [self] { self->ask(); });
@@ -178,6 +180,7 @@ class Slot : public std::enable_shared_from_this<Slot> {
   std::mt19937_64 rng_;
   Assignment assignment_;
   std::int64_t turns_left_ = 0, turns_ = 0, tokens_ = 0;
+  bool resubmitting_ = false;
 };
 
 }  // namespace
