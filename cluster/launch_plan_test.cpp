@@ -160,6 +160,42 @@ TEST(LaunchPlanTest, TwoNodesLearnerGroupOnNodeB) {
   EXPECT_EQ(with_role(plan, "bench").back()->env.at("CUDA_VISIBLE_DEVICES"), "7");
 }
 
+// Issue 29's one-host manifests: learner ranks, engines and the bench each on their own GPUs (the
+// learner and engine share GPU 0 on two GPUs), NVLink multicast off wherever NCCL may run.
+TEST(LaunchPlanTest, OneHostMultiGpuExamplesGiveTheBenchItsOwnGpu) {
+  struct Case {
+    const char* file;
+    std::vector<std::string> learner_gpus, engine_gpus;
+    std::string bench_gpu;
+  };
+  for (const Case& c :
+       {Case{"h200x2.toml", {"0"}, {"0"}, "1"}, Case{"h200x4.toml", {"0", "1"}, {"2"}, "3"},
+        Case{"h200x8.toml", {"0", "1", "2", "3"}, {"4", "5", "6"}, "7"}}) {
+    SCOPED_TRACE(c.file);
+    Manifest m = load_example(c.file);
+    ASSERT_FALSE(m.nodes.empty());
+    EXPECT_FALSE(m.run.allow_shared_bench_gpu);
+    std::vector<NodePlan> plan = plan_launch(m, c.file);
+    ASSERT_EQ(plan.size(), 1u);
+    std::vector<std::string> learner_gpus, engine_gpus;
+    for (const ProcessSpec* p : with_role(plan, "learner")) {
+      learner_gpus.push_back(p->env.at("CUDA_VISIBLE_DEVICES"));
+      EXPECT_EQ(p->env.at("NCCL_NVLS_ENABLE"), "0");
+      EXPECT_EQ(p->argv[6], std::to_string(c.learner_gpus.size()));  // --world-size
+    }
+    for (const ProcessSpec* p : with_role(plan, "rollout")) {
+      if (p->argv[2] != "policy-engine") continue;
+      engine_gpus.push_back(p->env.at("CUDA_VISIBLE_DEVICES"));
+      EXPECT_EQ(p->env.at("NCCL_NVLS_ENABLE"), "0");
+    }
+    EXPECT_EQ(learner_gpus, c.learner_gpus);
+    EXPECT_EQ(engine_gpus, c.engine_gpus);
+    std::vector<const ProcessSpec*> bench = with_role(plan, "bench");
+    ASSERT_EQ(bench.size(), 1u);  // one bench worker (the bench-pool broker is the coordinator's)
+    EXPECT_EQ(bench.back()->env.at("CUDA_VISIBLE_DEVICES"), c.bench_gpu);
+  }
+}
+
 TEST(LaunchPlanTest, CpuMachineRunsEveryRoleOnTheCpuWithoutABench) {
   Expected<Manifest> m = parse_manifest(embedded_cpu_manifest(), "cpu.toml", "/w");
   ASSERT_TRUE(m.has_value()) << m.error().to_string();

@@ -96,7 +96,8 @@ TEST_P(RenderExampleTest, RenderedManifestParsesToItself) {
 
 INSTANTIATE_TEST_SUITE_P(Examples, RenderExampleTest,
                          ::testing::Values("single-machine.toml", "two-nodes.toml",
-                                           "cluster-128.toml", "demo-h200.toml", "demo-cpu.toml"),
+                                           "cluster-128.toml", "demo-h200.toml", "demo-cpu.toml",
+                                           "h200x2.toml", "h200x4.toml", "h200x8.toml"),
                          [](const auto& info) {
                            std::string name = info.param;
                            name = name.substr(0, name.find('.'));
