@@ -91,16 +91,6 @@ Expected<std::vector<StagePlan>> stage_plan(const LearnerOptions& l) {
   return plan;
 }
 
-// Rollout workers the launch plan starts: one per rollout GPU, one on a node without GPUs.
-std::uint64_t rollout_workers(const Manifest& m) {
-  std::uint64_t n = 0;
-  for (const NodeSpec& node : m.nodes) {
-    if (!node.has_role("rollout")) continue;
-    n += node.gpus == 0 ? 1 : node.rollout_gpus.size();
-  }
-  return n;
-}
-
 Expected<std::optional<CurveServerKeys>> server_curve(const Manifest& m) {
   if (!m.security.enabled()) return std::optional<CurveServerKeys>();
   ASSIGN_OR_RETURN(CurveKeyPair server, read_curve_key_file(m.paths.server_secret_key_file));
@@ -212,7 +202,7 @@ int serve_coordinator(const ServeCoordinatorArgs& a, StopSignals& signals) {
   o.staleness = {.batch_episodes = static_cast<std::uint64_t>(m.learner.batch_episodes),
                  .max_staleness = static_cast<std::uint64_t>(m.learner.staleness),
                  .max_concurrent = static_cast<std::uint64_t>(m.rollout.concurrent_episodes) *
-                                   rollout_workers(m)};
+                                   static_cast<std::uint64_t>(rollout_workers(m))};
   o.membership = {
       .heartbeat_interval_ms = std::chrono::milliseconds(m.run.heartbeat_interval_ms),
       .heartbeat_timeout_ms = std::chrono::milliseconds(m.run.heartbeat_timeout_ms),

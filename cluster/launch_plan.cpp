@@ -106,6 +106,15 @@ bool is_this_host(const std::string& host) {
 
 std::int64_t coordinator_metrics_port(const Manifest& m) { return m.run.port_base + kMetricsPort; }
 
+std::int64_t rollout_workers(const Manifest& m) {
+  std::int64_t n = 0;
+  for (const NodeSpec& node : m.nodes) {
+    if (!node.has_role("rollout")) continue;
+    n += node.gpus == 0 ? 1 : static_cast<std::int64_t>(node.rollout_gpus.size());
+  }
+  return n;
+}
+
 std::filesystem::path initial_model_dir(const Manifest& m) {
   if (!m.paths.model_path.empty()) return m.paths.model_path;
   if (m.corpus.count > 0) return m.paths.store_dir.parent_path() / "warmup-policy";

@@ -94,6 +94,9 @@ std::int64_t coordinator_metrics_port(const Manifest& manifest);
 /// (warmup-policy/), else a tiny random policy (tiny-policy/).
 std::filesystem::path initial_model_dir(const Manifest& manifest);
 
+/// Rollout workers the plan starts: one per rollout GPU, one on a rollout node without GPUs. The
+/// coordinator's bound on episodes in flight is this times [rollout] concurrent_episodes.
+std::int64_t rollout_workers(const Manifest& manifest);
 /// The launch plan of a validated manifest: one NodePlan per node, in manifest order.
 /// `manifest_path_for_argv` is passed as --manifest to every process, as given (it must name the
 /// manifest on each node, so use a path valid there). Empty means the embedded single-machine

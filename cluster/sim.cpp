@@ -191,9 +191,6 @@ Expected<SimReport> run_simulation(const SimOptions& options) {
   const Manifest& m = w.manifest;
   w.run = RunId{m.run.name};
   ASSIGN_OR_RETURN(w.curve, client_curve(m));
-  w.max_turns = m.rollout.max_turns;
-  w.max_new_tokens = m.rollout.max_new_tokens_per_turn;
-  w.max_context = m.rollout.max_context_tokens;
   RETURN_IF_ERROR(write_tasks(work / "tasks", options.tasks, options.seed));
 
   const std::vector<NodePlan> plan = plan_launch(m, (work / "sim.toml").string());
@@ -202,7 +199,7 @@ Expected<SimReport> run_simulation(const SimOptions& options) {
   report.speedup = options.speedup;
   report.load = options.load;
   report.rollout_workers = static_cast<std::int64_t>(
-      std::llround(static_cast<double>(count_processes(plan, "rollout-worker")) * options.load));
+      std::llround(static_cast<double>(rollout_workers(m)) * options.load));
   report.learner_ranks = std::max<std::int64_t>(1, count_processes(plan, "learner"));
   report.compile_workers = count_processes(plan, "compile-worker");
   report.bench_workers = count_processes(plan, "bench-worker");

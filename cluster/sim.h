@@ -125,7 +125,8 @@ struct SimReport {
   double simulated_s = 0;
   double speedup = 1;
   double load = 1;
-  /// Members: the coordinator's (rollout workers, learner, the probe) and the brokers' workers.
+  /// Members: the coordinator's (rollout workers, the learner; not the probe) and the brokers'
+  /// workers.
   std::int64_t rollout_workers = 0, learner_ranks = 0, compile_workers = 0, bench_workers = 0;
   std::int64_t compile_slots = 0, bench_slots = 0;
   std::int64_t episode_slots = 0;  ///< concurrent episodes the rollout side runs

@@ -49,7 +49,7 @@ class Slot : public std::enable_shared_from_this<Slot> {
       turns_left_ = 1;
     } else {
       std::geometric_distribution<std::int64_t> turns(1.0 / std::max(1.0, l.mean_turns));
-      turns_left_ = std::clamp<std::int64_t>(1 + turns(rng_), 1, world_.max_turns);
+      turns_left_ = std::clamp<std::int64_t>(1 + turns(rng_), 1, world_.manifest.rollout.max_turns);
     }
     turns_ = 0;
     tokens_ = l.prompt_tokens;
@@ -58,11 +58,11 @@ class Slot : public std::enable_shared_from_this<Slot> {
 
  private:
   void turn() {
-    if (turns_left_ <= 0 || tokens_ >= world_.max_context) return submit();
+    if (turns_left_ <= 0 || tokens_ >= world_.manifest.rollout.max_context_tokens) return submit();
     const SimLatencies& l = world_.options.latencies;
     std::uniform_int_distribution<std::int64_t> new_tokens(
-        std::min(l.new_tokens_min, world_.max_new_tokens),
-        std::min(l.new_tokens_max, world_.max_new_tokens));
+        std::min(l.new_tokens_min, world_.manifest.rollout.max_new_tokens_per_turn),
+        std::min(l.new_tokens_max, world_.manifest.rollout.max_new_tokens_per_turn));
     const std::int64_t n = new_tokens(rng_);
     double wait = world_.scaled(n * l.decode_ms_per_token);
     {
@@ -91,7 +91,7 @@ class Slot : public std::enable_shared_from_this<Slot> {
     ++turns_;
     --turns_left_;
     tokens_ += l.tool_tokens_per_turn;
-    const bool last = turns_left_ <= 0 || tokens_ >= world_.max_context;
+    const bool last = turns_left_ <= 0 || tokens_ >= world_.manifest.rollout.max_context_tokens;
     std::uniform_real_distribution<double> u(0, 1);
     const double draw = u(rng_);
     PoolClient* pool = nullptr;

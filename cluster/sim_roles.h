@@ -71,7 +71,6 @@ struct World {
   Manifest manifest;
   RunId run;
   std::optional<CurveClientKeys> curve;
-  std::int64_t max_turns = 1, max_new_tokens = 1, max_context = 1;
   std::int64_t learner_ranks = 1;
   std::atomic<bool> stopping{false};
   std::mutex stop_mutex;
