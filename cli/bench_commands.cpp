@@ -118,7 +118,7 @@ int run_bench(const BenchArgs& a) {
   if (!farm) return fail(a, farm.error());
   auto client = CompileClient::connect({.broker_endpoint = (*farm)->client_endpoint()});
   if (!client) return fail(a, client.error());
-  Expected<CompileResult> built = (*client)->compile(std::move(request));
+  Expected<CompileResult> built = (*client)->call(std::move(request));
   if (!built) {
     if (a.json) std::printf("%s\n", bench_error_json(built.error()).c_str());
     std::fprintf(stderr, "cuda-agent bench: the solution did not build\n");

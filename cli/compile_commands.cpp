@@ -99,7 +99,7 @@ int run_compile(const CompileArgs& a) {
   }
   auto client = CompileClient::connect(client_options);
   if (!client) return report(client.error());
-  Expected<CompileResult> result = (*client)->compile(std::move(request));
+  Expected<CompileResult> result = (*client)->call(std::move(request));
   if (!result) {
     if (a.json) std::printf("%s\n", compile_error_json(result.error()).c_str());
     return report(result.error());

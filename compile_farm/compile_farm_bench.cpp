@@ -88,7 +88,7 @@ CompileRequest one_kernel(const std::string& tag) {
 
 CompileResult must_compile(CompileClient& client, CompileRequest r) {
   r.header.deadline_unix_ms = now_unix_ms() + 600'000;
-  auto result = client.compile(std::move(r));
+  auto result = client.call(std::move(r));
   if (!result) fail("compile failed: " + result.error().to_string());
   return std::move(*result);
 }

@@ -2,8 +2,6 @@
 
 #include <thread>
 
-#include "core/clock.h"
-
 namespace cuda_agent {
 
 PoolHandler compile_handler(std::shared_ptr<CompileService> service) {
@@ -12,21 +10,6 @@ PoolHandler compile_handler(std::shared_ptr<CompileService> service) {
     CompileReply reply{request.header.request_id, service->compile(request)};
     return encode_compile_reply(reply);
   };
-}
-
-Expected<std::unique_ptr<CompileClient>> CompileClient::connect(const PoolClientOptions& options) {
-  ASSIGN_OR_RETURN(auto client, PoolClient::connect(options));
-  return std::unique_ptr<CompileClient>(new CompileClient(std::move(client)));
-}
-
-Expected<CompileResult> CompileClient::compile(CompileRequest request,
-                                               std::int64_t default_timeout_ms) {
-  if (request.header.deadline_unix_ms <= 0)
-    request.header.deadline_unix_ms = now_unix_ms() + default_timeout_ms;
-  PoolRequest pool_request{request.header, {}, encode_compile_request(request)};
-  ASSIGN_OR_RETURN(std::string payload, client_->call(std::move(pool_request)));
-  ASSIGN_OR_RETURN(CompileReply reply, decode_compile_reply(payload));
-  return std::move(reply.outcome);
 }
 
 Expected<std::unique_ptr<EmbeddedCompileFarm>> EmbeddedCompileFarm::start(

@@ -1,6 +1,5 @@
 #include "gpu_bench/bench_pool.h"
 
-#include "core/clock.h"
 #include "core/content_hash.h"
 
 namespace cuda_agent {
@@ -51,23 +50,6 @@ PoolHandler bench_handler(std::shared_ptr<BenchService> service) {
 
 std::vector<std::string> bench_worker_tags(const DeviceInfo& device) {
   return {"gpu", "gpu:" + device.name};
-}
-
-Expected<std::unique_ptr<BenchClient>> BenchClient::connect(const PoolClientOptions& options) {
-  ASSIGN_OR_RETURN(auto client, PoolClient::connect(options));
-  return std::unique_ptr<BenchClient>(new BenchClient(std::move(client)));
-}
-
-Expected<BenchResult> BenchClient::evaluate(BenchRequest request, std::vector<std::string> tags,
-                                            std::int64_t default_timeout_ms) {
-  if (request.header.deadline_unix_ms <= 0)
-    request.header.deadline_unix_ms = now_unix_ms() + default_timeout_ms;
-  PoolRequest pool_request{request.header, std::move(tags), encode_bench_request(request)};
-  ASSIGN_OR_RETURN(std::string payload, client_->call(std::move(pool_request)));
-  Expected<BenchReply> reply = decode_bench_reply(payload);
-  if (!reply) return reply.error();
-  if (!reply->outcome) return reply->outcome.error();
-  return std::move(reply->outcome).value();
 }
 
 }  // namespace cuda_agent

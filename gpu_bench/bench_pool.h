@@ -6,9 +6,9 @@
 //   auto worker = PoolWorker::start({.broker_endpoint = ep, .tags = bench_worker_tags(device),
 //                                    .slots = 1}, bench_handler(service));
 //
-//   // a client (a rollout worker)
+//   // a client (a rollout worker): the thin gpu_bench/bench_client.h, which links none of this
 //   ASSIGN_OR_RETURN(auto client, BenchClient::connect({.broker_endpoint = ep}));
-//   Expected<BenchResult> r = client->evaluate(request, {"gpu:NVIDIA H200"});
+//   Expected<BenchResult> r = client->call(request, {"gpu:NVIDIA H200"});
 //
 // A request carries the task's model.py and the built solution inline (BenchRequest::payload);
 // a worker refuses one without it ("bench.request": looking artifacts up in the run store is not
@@ -17,16 +17,15 @@
 // -1); an evaluation that could not run is a BenchReply with the error; a transport problem is a
 // pool error. The client returns either as an Error.
 //
-// Threading: BenchClient::evaluate may be called from any thread concurrently; a worker runs one
-// request at a time per GPU (slots = 1: the GPU is owned exclusively).
+// Threading: a worker runs one request at a time per GPU (slots = 1: the GPU is owned exclusively).
 #pragma once
 
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "actors/pool_client.h"
 #include "actors/pool_worker.h"
+#include "gpu_bench/bench_client.h"
 #include "gpu_bench/bench_service.h"
 #include "gpu_bench/device_probe.h"
 
@@ -40,18 +39,5 @@ std::vector<std::string> bench_worker_tags(const DeviceInfo& device);
 
 /// The BenchJob a request describes (its payload required).
 Expected<BenchJob> bench_job_from_request(const BenchRequest& request);
-
-class BenchClient {
- public:
-  static Expected<std::unique_ptr<BenchClient>> connect(const PoolClientOptions& options);
-  /// Sends the request to a worker having every tag and waits until its deadline. A request
-  /// without a deadline gets now + default_timeout_ms.
-  Expected<BenchResult> evaluate(BenchRequest request, std::vector<std::string> tags = {},
-                                 std::int64_t default_timeout_ms = 600'000);
-
- private:
-  explicit BenchClient(std::unique_ptr<PoolClient> client) : client_(std::move(client)) {}
-  std::unique_ptr<PoolClient> client_;
-};
 
 }  // namespace cuda_agent

@@ -58,12 +58,12 @@ class BenchPool : public ::testing::Test {
 TEST_F(BenchPool, RequestsReachTheGpuWorkerByTagAndComeBackScored) {
   EXPECT_EQ(bench_worker_tags(DeviceInfo{.name = "NVIDIA H200"}),
             (std::vector<std::string>{"gpu", "gpu:NVIDIA H200"}));
-  auto r = client_->evaluate(request("fast", "b-1"), {"gpu:Fake GPU"});
+  auto r = client_->call(request("fast", "b-1"), {"gpu:Fake GPU"});
   ASSERT_TRUE(r) << r.error().to_string();
   EXPECT_EQ(r->reward.tier, 3);
   EXPECT_EQ(r->audit.worker_id, WorkerId{"bench-0"});
   EXPECT_EQ(r->audit.artifact_hash, "a1");
-  auto failed = client_->evaluate(request("fail_check", "b-2"), {"gpu"});
+  auto failed = client_->call(request("fail_check", "b-2"), {"gpu"});
   ASSERT_TRUE(failed) << failed.error().to_string();
   EXPECT_EQ(failed->reward.tier, -1);
 }
@@ -71,15 +71,15 @@ TEST_F(BenchPool, RequestsReachTheGpuWorkerByTagAndComeBackScored) {
 TEST_F(BenchPool, RequestsTheWorkerCannotRunAreTypedErrors) {
   BenchRequest no_payload = request("fast", "b-3");
   no_payload.payload.reset();
-  auto a = client_->evaluate(no_payload);
+  auto a = client_->call(no_payload);
   ASSERT_FALSE(a);
   EXPECT_EQ(a.error().code, "bench.request");
   BenchRequest wrong_hash = request("fast", "b-4");
   wrong_hash.task.content_hash = "00";
-  auto b = client_->evaluate(wrong_hash);
+  auto b = client_->call(wrong_hash);
   ASSERT_FALSE(b);
   EXPECT_EQ(b.error().code, "bench.task_hash");
-  auto c = client_->evaluate(request("crash", "b-5"));
+  auto c = client_->call(request("crash", "b-5"));
   ASSERT_FALSE(c);
   EXPECT_EQ(c.error().code, "bench.crashed");
 }

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "gpu_bench/bench_service.h"
+#include "gpu_bench/bench_types.h"
 #include "messages/compile_codec.h"
 
 namespace cuda_agent {

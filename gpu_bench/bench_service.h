@@ -50,6 +50,7 @@
 #include "core/error.h"
 #include "core/sandbox.h"
 #include "gpu_bench/bench_options.h"
+#include "gpu_bench/bench_types.h"
 #include "gpu_bench/harness_protocol.h"
 #include "gpu_bench/reward.h"
 #include "gpu_bench/zygote_supervisor.h"
@@ -105,41 +106,6 @@ struct BenchServiceOptions {
   int zygote_max_restarts = 3;
   /// Grace period for the zygote's messages around a job (HarnessZygoteOptions). Default: 5000 ms.
   std::int64_t zygote_message_grace_ms = 5'000;
-};
-
-/// Eager and torch.compile medians measured earlier for the same task, GPU, torch version and
-/// precision flags (the run store's baseline cache).
-struct CachedBaseline {
-  double eager_us = 0;
-  double compile_us = 0;  ///< 0: unknown
-};
-
-/// One evaluation's inputs, in memory.
-struct BenchJob {
-  BenchMode mode = BenchMode::kVerify;
-  std::string task_id;        ///< for reports: "level1/19_ReLU"
-  std::string task_model_py;  ///< the task's model.py text
-  std::string artifact_hash;  ///< CompileResult::artifact_hash
-  std::string artifact;       ///< the shared object's bytes
-  std::vector<LauncherPrototype> prototypes;
-  std::string model_new_py;
-  std::string toolchain;                   ///< CompileResult::toolchain, for the audit record
-  std::vector<std::uint64_t> seeds;        ///< correctness seeds; empty: the harness draws them
-  BenchRunOptions overrides;               ///< zero or empty fields: the service's BenchOptions
-  std::optional<CachedBaseline> baseline;  ///< set: baselines are not re-measured
-  std::int64_t deadline_unix_ms = 0;       ///< 0: options.bench.harness_wall_ms only
-};
-
-/// A finished evaluation: BenchResult (checks, trials, speedups, reward, audit, violations) and
-/// what a report adds (spreads, the time breakdown, notes).
-struct BenchEvaluation {
-  BenchResult result;
-  bool passed = false;         ///< every check passed and no failing violation
-  HarnessResult harness;       ///< the parsed result (its `result` moved into `result` above)
-  double wall_seconds = 0;     ///< the harness process, start to end
-  std::string harness_output;  ///< the child's stdout/stderr, trimmed
-  std::string sandbox;         ///< how the child was confined, in words
-  bool from_zygote = false;    ///< the harness child was forked from the zygote
 };
 
 class BenchService {

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "core/error.h"
-#include "gpu_bench/bench_service.h"
+#include "gpu_bench/bench_types.h"
 #include "storage/run_store.h"
 
 namespace cuda_agent {

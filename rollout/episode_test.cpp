@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "compile_farm/farm.h"
 #include "core/log.h"
 #include "rollout/compile_only_tools.h"
 #include "rollout/episode.h"

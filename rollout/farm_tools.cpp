@@ -1,5 +1,9 @@
 #include "rollout/farm_tools.h"
 
+#include <sstream>
+
+#include "gpu_bench/bench_report.h"
+
 #include "core/clock.h"
 #include "core/content_hash.h"
 
@@ -15,7 +19,7 @@ Expected<CompileResult> FarmEvaluationTools::compile(const std::vector<SourceFil
   r.files = files;
   r.target_arch = settings_.target_arch;
   r.library_policy = settings_.library_policy;
-  return client_.compile(std::move(r));
+  return client_.call(std::move(r));
 }
 
 Expected<EvaluationOutcome> FarmEvaluationTools::evaluate(BenchMode mode,
@@ -27,6 +31,43 @@ Expected<EvaluationOutcome> FarmEvaluationTools::evaluate(BenchMode mode,
     return make_error(ErrorCategory::kUnavailable, "episode.no_bench",
                       "no GPU bench is connected to this rollout worker");
   return evaluator_(mode, model_py, files, built, final_evaluation);
+}
+
+std::string agent_bench_report(const BenchEvaluation& e, BenchMode mode, std::size_t max_lines) {
+  BenchReportContext ctx;
+  ctx.mode = std::string(to_string(mode));
+  std::istringstream in(bench_report_text(e, ctx));
+  std::string out;
+  std::string line;
+  std::size_t n = 0;
+  std::size_t dropped = 0;
+  while (std::getline(in, line)) {
+    // Passed checks are noise to the agent; failures, times, reward and findings are not.
+    if (line.rfind("  ok    ", 0) == 0 || line.rfind("sandbox:", 0) == 0 ||
+        line.rfind("note:", 0) == 0) {
+      continue;
+    }
+    if (n >= max_lines) {
+      ++dropped;
+      continue;
+    }
+    out += line + "\n";
+    ++n;
+  }
+  if (dropped) out += "(" + std::to_string(dropped) + " more lines)\n";
+  return out;
+}
+
+EvaluationOutcome evaluation_outcome(const BenchEvaluation& e, BenchMode mode) {
+  EvaluationOutcome out;
+  out.report = agent_bench_report(e, mode, 60);
+  out.correct = e.passed;
+  out.reward_tier = e.result.reward.tier;
+  out.continuous = e.result.reward.continuous;
+  out.speedup_vs_eager = e.result.speedup_vs_eager;
+  out.speedup_vs_compile = e.result.speedup_vs_compile;
+  out.bench = e.result;
+  return out;
 }
 
 }  // namespace cuda_agent

@@ -1,6 +1,6 @@
-// EvaluationTools on the real services: compile through a compile farm (compile_farm/farm.h, a
-// remote farm or the embedded one) and verify / benchmark / profile through an evaluator that
-// reaches the GPU bench (gpu_bench/).
+// EvaluationTools on the real services: compile through a compile farm's client
+// (compile_farm/compile_client.h, to a remote farm or the embedded one) and verify / benchmark /
+// profile through an evaluator that reaches the GPU bench (gpu_bench/).
 //
 //   FarmEvaluationTools tools(client, {.target_arch = "sm_90"}, bench_evaluator);
 //   Episode e = run_episode({..., .tools = &tools});
@@ -11,7 +11,8 @@
 #include <functional>
 #include <string>
 
-#include "compile_farm/farm.h"
+#include "compile_farm/compile_client.h"
+#include "gpu_bench/bench_types.h"
 #include "rollout/episode.h"
 #include "rollout/tool_request_ids.h"
 
@@ -50,5 +51,12 @@ class FarmEvaluationTools final : public EvaluationTools {
   Evaluator evaluator_;
   ToolRequestIds ids_;
 };
+
+/// The report the agent sees, cut to at most `max_lines` lines (the profiler part stays whole).
+std::string agent_bench_report(const BenchEvaluation& e, BenchMode mode, std::size_t max_lines);
+
+/// What an episode learns from one evaluation: the agent's report (at most 60 lines), whether it
+/// was correct, the reward tier and the speedups. Shared by the local and the pool evaluators.
+EvaluationOutcome evaluation_outcome(const BenchEvaluation& e, BenchMode mode);
 
 }  // namespace cuda_agent

@@ -24,11 +24,4 @@ namespace cuda_agent {
 FarmEvaluationTools::Evaluator local_bench_evaluator(std::shared_ptr<BenchService> bench,
                                                      std::string task_id = "");
 
-/// The report the agent sees, cut to at most `max_lines` lines (the profiler part stays whole).
-std::string agent_bench_report(const BenchEvaluation& e, BenchMode mode, std::size_t max_lines);
-
-/// What an episode learns from one evaluation: the agent's report (at most 60 lines), whether it
-/// was correct, the reward tier and the speedups. Shared by the local and the pool evaluators.
-EvaluationOutcome evaluation_outcome(const BenchEvaluation& e, BenchMode mode);
-
 }  // namespace cuda_agent

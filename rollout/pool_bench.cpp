@@ -41,7 +41,7 @@ FarmEvaluationTools::Evaluator pool_bench_evaluator(std::shared_ptr<BenchClient>
                                    .toolchain = built.toolchain};
     const BenchMode ran = request.mode;
     ASSIGN_OR_RETURN(BenchResult result,
-                     bench->evaluate(std::move(request), settings.tags, settings.timeout_ms));
+                     bench->call(std::move(request), settings.tags, settings.timeout_ms));
     BenchEvaluation e;
     e.result = std::move(result);
     e.passed = e.result.reward.tier >= 1;  // the worker's verdict, as its reward says

@@ -13,7 +13,7 @@
 // outcome (tier -1); a bench that could not run it (no worker, deadline, harness crash) is an
 // Error, which ends the tool call with that error, not the episode.
 //
-// Threading: as BenchClient (evaluate may be called from any thread concurrently).
+// Threading: as BenchClient (call() may be called from any thread concurrently).
 #pragma once
 
 #include <cstdint>
@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "gpu_bench/bench_pool.h"
+#include "gpu_bench/bench_client.h"
 #include "rollout/farm_tools.h"
 
 namespace cuda_agent {

@@ -17,6 +17,7 @@
 #include <set>
 #include <sstream>
 
+#include "compile_farm/farm.h"
 #include "core/log.h"
 #include "rollout/agent_tools.h"
 #include "rollout/compile_only_tools.h"

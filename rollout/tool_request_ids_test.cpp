@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "actors/work_pool_broker.h"
+#include "gpu_bench/bench_pool.h"
 #include "gpu_bench/bench_test_util.h"
 #include "rollout/pool_bench.h"
 

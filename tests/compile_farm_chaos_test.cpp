@@ -380,7 +380,7 @@ TEST_F(CompileFarmChaosTest, KillsAndRestartsLoseNoRequestAndLeaveNoProcess) {
           std::lock_guard lock(mutex);
           in_flight[c] = {o.id, sent};
         }
-        Expected<CompileResult> r = (*client)->compile(std::move(request));
+        Expected<CompileResult> r = (*client)->call(std::move(request));
         o.latency_ms =
             std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - sent).count();
         o.problem = problem(r);

@@ -60,7 +60,7 @@ TEST_F(CompileFarmFailoverTest, WorkerKilledMidCompileItsJobCompletesElsewhereOn
   ASSERT_TRUE(wait_for([](const PoolStats& s) { return live_workers(s) == 3; }, 60s))
       << "three workers did not register";
 
-  auto pending = std::async(std::launch::async, [&] { return client_->compile(job(nonce_, 0)); });
+  auto pending = std::async(std::launch::async, [&] { return client_->call(job(nonce_, 0)); });
   std::string victim;
   ASSERT_TRUE(wait_for(
       [&](const PoolStats& s) {
@@ -93,8 +93,8 @@ TEST_F(CompileFarmFailoverTest, WorkersJoinAndLeaveWhileAQueueDrainsEveryJobComp
 
   std::vector<std::future<Expected<CompileResult>>> pending;
   for (int n = 0; n < kJobs; ++n) {
-    pending.push_back(std::async(std::launch::async,
-                                 [this, n] { return client_->compile(job(nonce_, 100 + n)); }));
+    pending.push_back(
+        std::async(std::launch::async, [this, n] { return client_->call(job(nonce_, 100 + n)); }));
   }
   // Queue building up behind one worker; two more join.
   ASSERT_TRUE(wait_for([](const PoolStats& s) { return s.queue_depth >= 2; }, 60s))

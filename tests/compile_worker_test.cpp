@@ -115,8 +115,8 @@ TEST_F(CompileWorkerTest, AWorkerKilledMidBuildLeavesNoCompilerBehind) {
   ASSERT_TRUE(wait_for([](const PoolStats& s) { return only(s, "victim"); }, 60s));
   const pid_t victim = workers_.at("victim")->pid();
 
-  auto pending = std::async(std::launch::async,
-                            [&] { return client_->compile(job(nonce_, "kill", "0", true)); });
+  auto pending =
+      std::async(std::launch::async, [&] { return client_->call(job(nonce_, "kill", "0", true)); });
   // Wait until nvcc has started a compiler stage of its own (a grandchild of the worker).
   std::vector<Proc> tree;
   const auto building_by = SteadyClock::now() + 60s;
@@ -186,7 +186,7 @@ TEST_F(CompileWorkerTest, TenWorkersBuildOneSolutionToOneHashAndTheSecondEvaluat
         << "worker " << id << " did not register alone";
     pids.insert(workers_.at(id)->pid());
     // The same solution every time; a new request id, so the broker's reply cache is not asked.
-    auto r = client_->compile(job(nonce_, "repro", "repro-" + std::to_string(n)));
+    auto r = client_->call(job(nonce_, "repro", "repro-" + std::to_string(n)));
     ASSERT_TRUE(r) << id << ": " << r.error().to_string();
     EXPECT_FALSE(r->cache_hit) << id << " has its own empty cache";
     hashes.insert(r->artifact_hash);
@@ -204,7 +204,7 @@ TEST_F(CompileWorkerTest, TenWorkersBuildOneSolutionToOneHashAndTheSecondEvaluat
   double best_compile = 1e9, best_round_trip = 1e9;
   for (int n = 0; n < 3; ++n) {
     const auto sent = SteadyClock::now();
-    auto again = client_->compile(job(nonce_, "repro", "again-" + std::to_string(n)));
+    auto again = client_->call(job(nonce_, "repro", "again-" + std::to_string(n)));
     const double round_trip = std::chrono::duration<double>(SteadyClock::now() - sent).count();
     ASSERT_TRUE(again) << again.error().to_string();
     EXPECT_TRUE(again->cache_hit);

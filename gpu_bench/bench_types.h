@@ -1,0 +1,54 @@
+// What one bench evaluation takes in and gives back, in memory: the job (the task, the built
+// solution, the options) and the evaluation (BenchResult with its audit record, and what a report
+// adds). Shared by the bench that runs jobs (gpu_bench/bench_service.h) and the clients that
+// report and store evaluations (gpu_bench/bench_report.h, gpu_bench/bench_store.h), so a client
+// does not link the bench.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpu_bench/harness_protocol.h"
+#include "messages/bench_codec.h"
+#include "messages/compile_codec.h"
+
+namespace cuda_agent {
+
+/// Eager and torch.compile medians measured earlier for the same task, GPU, torch version and
+/// precision flags (the run store's baseline cache).
+struct CachedBaseline {
+  double eager_us = 0;
+  double compile_us = 0;  ///< 0: unknown
+};
+
+/// One evaluation's inputs, in memory.
+struct BenchJob {
+  BenchMode mode = BenchMode::kVerify;
+  std::string task_id;        ///< for reports: "level1/19_ReLU"
+  std::string task_model_py;  ///< the task's model.py text
+  std::string artifact_hash;  ///< CompileResult::artifact_hash
+  std::string artifact;       ///< the shared object's bytes
+  std::vector<LauncherPrototype> prototypes;
+  std::string model_new_py;
+  std::string toolchain;                   ///< CompileResult::toolchain, for the audit record
+  std::vector<std::uint64_t> seeds;        ///< correctness seeds; empty: the harness draws them
+  BenchRunOptions overrides;               ///< zero or empty fields: the service's BenchOptions
+  std::optional<CachedBaseline> baseline;  ///< set: baselines are not re-measured
+  std::int64_t deadline_unix_ms = 0;       ///< 0: options.bench.harness_wall_ms only
+};
+
+/// A finished evaluation: BenchResult (checks, trials, speedups, reward, audit, violations) and
+/// what a report adds (spreads, the time breakdown, notes).
+struct BenchEvaluation {
+  BenchResult result;
+  bool passed = false;         ///< every check passed and no failing violation
+  HarnessResult harness;       ///< the parsed result (its `result` moved into `result` above)
+  double wall_seconds = 0;     ///< the harness process, start to end
+  std::string harness_output;  ///< the child's stdout/stderr, trimmed
+  std::string sandbox;         ///< how the child was confined, in words
+  bool from_zygote = false;    ///< the harness child was forked from the zygote
+};
+
+}  // namespace cuda_agent
