@@ -140,9 +140,11 @@ class CoordinatorActorTest : public ::testing::Test {
 
   /// Sends a submission and runs the scheduler; the reply is read with `reply(handle)`.
   Handle send_submit(const std::string& worker, const Assignment& a, std::uint32_t attempt = 0) {
-    auto rh = (*self_)->request(
-        coord_, caf::infinite, submit_atom::value,
+    return send_submission(
         TrajectorySubmission{WorkerId{worker}, attempt ? attempt : a.attempt, record(a)});
+  }
+  Handle send_submission(TrajectorySubmission s) {
+    auto rh = (*self_)->request(coord_, caf::infinite, submit_atom::value, std::move(s));
     sched_->run();
     return rh;
   }

@@ -1,7 +1,7 @@
 // CAF 0.17 `inspect` overloads for the project's shared value types that travel in the
-// coordinator's actor messages (strong ids, Error, the store's episode record), so the messages
-// are proper CAF types (serializable, printable by deep_to_string) and never
-// CAF_ALLOW_UNSAFE_MESSAGE_TYPE. Found by argument-dependent lookup (namespace cuda_agent).
+// coordinator's actor messages (strong ids, Error, the store's episode, evaluation and baseline
+// records), so the messages are proper CAF types (serializable, printable by deep_to_string) and
+// never CAF_ALLOW_UNSAFE_MESSAGE_TYPE. Found by argument-dependent lookup (namespace cuda_agent).
 //
 // These belong with the types' owners (core/, messages/) once another part needs them; they live
 // here because core/ and messages/ do not depend on CAF.
@@ -42,6 +42,19 @@ typename Inspector::result_type inspect(Inspector& f, EpisodeRecord& x) {
            x.stage, x.policy_version, x.status, x.final_reward, x.turns, x.invalid_tool_calls,
            x.wasted_loops, x.total_tokens, x.created_unix_ms, x.trajectory_size,
            x.trajectory_bytes);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, EvaluationRecord& x) {
+  return f(caf::meta::type_name("cuda_agent.EvaluationRecord"), x.evaluation_id, x.run_id,
+           x.task_id, x.episode_id, x.artifact_hash, x.reward, x.verified, x.speedup_vs_eager,
+           x.speedup_vs_compile, x.audit, x.created_unix_ms);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, BaselineRecord& x) {
+  return f(caf::meta::type_name("cuda_agent.BaselineRecord"), x.task_id, x.device, x.torch_version,
+           x.precision, x.eager_ms, x.compile_ms, x.recorded_unix_ms);
 }
 
 }  // namespace cuda_agent

@@ -294,6 +294,15 @@ caf::typed_response_promise<SubmitReply> on_submit(Self self, TrajectorySubmissi
                                     ") was not dispatched by run " + st.options.run.value()});
     return promise;
   }
+  for (const EvaluationRecord& ev : s.evaluations) {
+    if (ev.episode_id != id || ev.run_id != st.options.run || ev.task_id != s.episode.task_id) {
+      promise.deliver(SubmitReply{id, SubmitStatus::kUnknown,
+                                  "evaluation " + ev.evaluation_id.value() + " (episode " +
+                                      ev.episode_id.value() + ", run " + ev.run_id.value() +
+                                      ") does not belong to episode " + id.value()});
+      return promise;
+    }
+  }
   switch (st.ledger->begin_submit(id, s.attempt)) {
     case SubmitCheck::kStore: {
       PendingWrite w;
@@ -312,6 +321,9 @@ caf::typed_response_promise<SubmitReply> on_submit(Self self, TrajectorySubmissi
       attempt.updated_unix_ms = now_unix_ms();
       w.write.attempts.push_back(std::move(attempt));
       w.write.episodes.push_back(std::move(s.episode));
+      // The final evaluation with the bench's audit record, in the episode's own write.
+      w.write.evaluations = std::move(s.evaluations);
+      w.write.baselines = std::move(s.baselines);
       st.storing[id] = add_write(self, std::move(w));
       return promise;
     }

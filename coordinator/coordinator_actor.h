@@ -107,7 +107,8 @@ typename Inspector::result_type inspect(Inspector& f, WorkReply& x) {
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, TrajectorySubmission& x) {
-  return f(caf::meta::type_name("cuda_agent.TrajectorySubmission"), x.worker, x.attempt, x.episode);
+  return f(caf::meta::type_name("cuda_agent.TrajectorySubmission"), x.worker, x.attempt, x.episode,
+           x.evaluations, x.baselines);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, SubmitReply& x) {

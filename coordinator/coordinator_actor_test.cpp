@@ -264,6 +264,45 @@ TEST_F(CoordinatorActorTest, DuplicateSubmissionIsAcknowledgedIdempotently) {
   EXPECT_EQ(submit("w1", forged).status, SubmitStatus::kUnknown);
 }
 
+// A final evaluation travels with its episode and is stored in the episode's write, audit record
+// and baselines included; one that names another episode is refused and nothing is written.
+TEST_F(CoordinatorActorTest, AFinalEvaluationIsStoredWithItsEpisodeAndMustNameIt) {
+  start(options(2, 1));
+  const Assignment a = ask("w1").assignment;
+  TrajectorySubmission s{WorkerId{"w1"}, a.attempt, record(a)};
+  s.evaluations.push_back({.evaluation_id = EvaluationId{a.episode_id.value()},
+                           .run_id = kRun,
+                           .task_id = a.task_id,
+                           .episode_id = a.episode_id,
+                           .artifact_hash = "artifact-1",
+                           .reward = 2,
+                           .verified = true,
+                           .audit = "audit of " + a.episode_id.value()});
+  s.baselines.push_back({.task_id = TaskId{"task-hash"}, .device = "GPU", .eager_ms = 1});
+  const std::uint64_t writes = store_.submitted;
+
+  TrajectorySubmission stray = s;
+  stray.evaluations[0].episode_id = EpisodeId{"run/another-episode"};
+  auto refused = send_submission(stray);
+  pump();
+  const SubmitReply no = reply(refused);
+  EXPECT_EQ(no.status, SubmitStatus::kUnknown);
+  EXPECT_NE(no.message.find("does not belong to episode"), std::string::npos) << no.message;
+  EXPECT_EQ(store_.submitted, writes);
+
+  auto stored = send_submission(s);
+  pump();
+  EXPECT_EQ(reply(stored).status, SubmitStatus::kAcknowledged);
+  EXPECT_EQ(store_.submitted, writes + 1);
+  ASSERT_EQ(store_.episodes.size(), 1u);
+  ASSERT_EQ(store_.evaluations.size(), 1u);
+  EXPECT_EQ(store_.evaluations[0].episode_id, a.episode_id);
+  EXPECT_EQ(store_.evaluations[0].artifact_hash, "artifact-1");
+  EXPECT_EQ(store_.evaluations[0].audit, "audit of " + a.episode_id.value());
+  ASSERT_EQ(store_.baselines.size(), 1u);
+  EXPECT_EQ(store_.baselines[0].device, "GPU");
+}
+
 // Interleaving: the learner dies while step 0 runs (monitor -> down) -> the batch goes back; a
 // new learner is attached -> the same episodes are trained by step 0, once.
 TEST_F(CoordinatorActorTest, ALearnerThatDiesMidStepGetsItsBatchOfferedAgain) {

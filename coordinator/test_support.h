@@ -73,6 +73,8 @@ class FakeCoordinatorStore final : public CoordinatorStore {
     for (const RunRecord& r : w.runs) runs[r.run_id] = r;
     for (const CheckpointRecord& c : w.checkpoints) checkpoints[c.step] = c;
     for (const MetricRecord& m : w.metrics) metrics.push_back(m);
+    evaluations.insert(evaluations.end(), w.evaluations.begin(), w.evaluations.end());
+    baselines.insert(baselines.end(), w.baselines.begin(), w.baselines.end());
   }
 
   Expected<std::optional<RunRecord>> get_run(const RunId& run) const override {
@@ -96,6 +98,8 @@ class FakeCoordinatorStore final : public CoordinatorStore {
   std::map<RunId, RunRecord> runs;
   std::map<std::uint64_t, CheckpointRecord> checkpoints;
   std::vector<MetricRecord> metrics;
+  std::vector<EvaluationRecord> evaluations;
+  std::vector<BaselineRecord> baselines;
   std::uint64_t submitted = 0;
 };
 

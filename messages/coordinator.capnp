@@ -61,6 +61,9 @@ struct TrajectorySubmission {
   attempt @1 :UInt32;  # Assignment.attempt it ran
   episode @2 :Data;    # the run store's encoded EpisodeRecord (messages/store_codec.h), stored as
                        # it came
+  evaluations @3 :List(Data);  # encoded EvaluationRecords of the episode's final evaluation (at
+                               # most one; with the bench's audit record), stored with the episode
+  baselines @4 :List(Data);    # encoded BaselineRecords that evaluation measured
 }
 
 # Coordinator -> worker: the answer to a TrajectorySubmission.

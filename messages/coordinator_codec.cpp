@@ -96,6 +96,12 @@ struct BodyWriter {
     out.setWorker(text(in.worker.value()));
     out.setAttempt(in.attempt);
     out.setEpisode(as_data(encode_store_value(in.episode)));
+    auto evaluations = out.initEvaluations(static_cast<unsigned>(in.evaluations.size()));
+    for (unsigned i = 0; i < in.evaluations.size(); ++i)
+      evaluations.set(i, as_data(encode_store_value(in.evaluations[i])));
+    auto baselines = out.initBaselines(static_cast<unsigned>(in.baselines.size()));
+    for (unsigned i = 0; i < in.baselines.size(); ++i)
+      baselines.set(i, as_data(encode_store_value(in.baselines[i])));
   }
   void operator()(const SubmitReply& in) {
     auto out = body.initSubmitReply();
@@ -200,6 +206,26 @@ Expected<CoordinatorBody> read_work_reply(wire::WorkReply::Reader in) {
   return CoordinatorBody{std::move(out)};
 }
 
+// Store records embedded in a frame, each checked by the store's decoder; a bad one is this
+// frame's field, named with its index.
+template <class Record>
+Status read_store_values(capnp::List<capnp::Data>::Reader in, const std::string& field,
+                         std::vector<Record>& out) {
+  out.reserve(in.size());
+  for (unsigned i = 0; i < in.size(); ++i) {
+    const auto data = in[i];
+    Record r;
+    if (Status s = decode_store_value(
+            std::string_view(reinterpret_cast<const char*>(data.begin()), data.size()), &r);
+        !s) {
+      const std::string where = field + "[" + std::to_string(i) + "]";
+      return bad_field(where.c_str(), s.error().code + ": " + s.error().message);
+    }
+    out.push_back(std::move(r));
+  }
+  return Status::ok();
+}
+
 Expected<CoordinatorBody> read_submission(wire::TrajectorySubmission::Reader in) {
   TrajectorySubmission out;
   out.worker = WorkerId{str(in.getWorker())};
@@ -211,6 +237,10 @@ Expected<CoordinatorBody> read_submission(wire::TrajectorySubmission::Reader in)
   if (Status s = decode_store_value(episode, &out.episode); !s) {
     return bad_field("TrajectorySubmission.episode", s.error().code + ": " + s.error().message);
   }
+  RETURN_IF_ERROR(
+      read_store_values(in.getEvaluations(), "TrajectorySubmission.evaluations", out.evaluations));
+  RETURN_IF_ERROR(
+      read_store_values(in.getBaselines(), "TrajectorySubmission.baselines", out.baselines));
   return CoordinatorBody{std::move(out)};
 }
 

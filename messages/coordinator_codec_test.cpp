@@ -54,6 +54,14 @@ struct BodyEq {
     EXPECT_EQ(a.worker, b.worker);
     EXPECT_EQ(a.attempt, b.attempt);
     expect_record_eq(a.episode, b.episode);
+    ASSERT_EQ(a.evaluations.size(), b.evaluations.size());
+    for (std::size_t i = 0; i < a.evaluations.size(); ++i) {
+      EXPECT_EQ(encode_store_value(a.evaluations[i]), encode_store_value(b.evaluations[i]));
+    }
+    ASSERT_EQ(a.baselines.size(), b.baselines.size());
+    for (std::size_t i = 0; i < a.baselines.size(); ++i) {
+      EXPECT_EQ(encode_store_value(a.baselines[i]), encode_store_value(b.baselines[i]));
+    }
   }
   void operator()(const SubmitReply& a) const {
     const SubmitReply& b = peer<SubmitReply>();
@@ -238,6 +246,23 @@ TEST(CoordinatorCodec, ACorruptEpisodeRecordIsRefusedAsThisFrame) {
   expect_wire_error(r, "corrupt episode");
   EXPECT_EQ(r.error().code, "wire.malformed");
   EXPECT_NE(r.error().message.find("TrajectorySubmission.episode"), std::string::npos)
+      << r.error().message;
+}
+
+TEST(CoordinatorCodec, ACorruptEvaluationRecordIsRefusedNamingItsIndex) {
+  const CoordinatorFrame submission = wire_samples::coordinator_frames()[2];
+  const auto& s = std::get<TrajectorySubmission>(submission.body);
+  ASSERT_EQ(s.evaluations.size(), 1u);
+  std::string frame = encode_coordinator_frame(submission);
+  // The evaluation's store value is the second one in the frame (after the episode's).
+  const std::size_t episode = frame.find("CARS");
+  const std::size_t evaluation = frame.find("CARS", episode + 1);
+  ASSERT_NE(evaluation, std::string::npos);
+  frame[evaluation] = 'X';
+  Expected<CoordinatorFrame> r = decode_coordinator_frame(frame);
+  expect_wire_error(r, "corrupt evaluation");
+  EXPECT_EQ(r.error().code, "wire.malformed");
+  EXPECT_NE(r.error().message.find("TrajectorySubmission.evaluations[0]"), std::string::npos)
       << r.error().message;
 }
 

@@ -67,6 +67,11 @@ struct TrajectorySubmission {
   WorkerId worker;
   std::uint32_t attempt = 0;  ///< Assignment::attempt
   EpisodeRecord episode;      ///< as the store keeps it (summary + encoded trajectory)
+  /// The episode's final evaluation when a bench ran it (at most one; artifact hash and encoded
+  /// audit record), and the baselines it measured: stored in the episode's write. Each must name
+  /// the episode, its run and its task.
+  std::vector<EvaluationRecord> evaluations;
+  std::vector<BaselineRecord> baselines;
 };
 enum class SubmitStatus : std::uint8_t {
   kAcknowledged = 0,  ///< durably stored (now or before: a repeat gets the same answer)

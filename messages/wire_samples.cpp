@@ -279,6 +279,29 @@ std::vector<CoordinatorFrame> coordinator_frames() {
   record.created_unix_ms = 1'796'000'000'123;
   record.trajectory_bytes = encode_episode(episode(4, 40));
   record.trajectory_size = record.trajectory_bytes.size();  // the store's encoder sets it so
+  TrajectorySubmission submission{WorkerId{"rollout-gpu2"}, 3, record};
+  EvaluationRecord evaluation;
+  evaluation.evaluation_id = EvaluationId{record.episode_id.value()};
+  evaluation.run_id = run;
+  evaluation.task_id = record.task_id;
+  evaluation.episode_id = record.episode_id;
+  evaluation.artifact_hash = "3f0c9a";
+  evaluation.reward = 1.75;
+  evaluation.verified = true;
+  evaluation.speedup_vs_eager = 2.4;
+  evaluation.speedup_vs_compile = 1.3;
+  evaluation.audit = "audit-bytes";
+  evaluation.created_unix_ms = 1'796'000'000'456;
+  submission.evaluations.push_back(evaluation);
+  BaselineRecord baseline;
+  baseline.task_id = TaskId{"task-hash"};
+  baseline.device = "NVIDIA H200";
+  baseline.torch_version = "2.11.0";
+  baseline.precision = "tf32=off";
+  baseline.eager_ms = 0.81;
+  baseline.compile_ms = 0.52;
+  baseline.recorded_unix_ms = 1'796'000'000'457;
+  submission.baselines.push_back(baseline);
   CoordinatorStatus status;
   status.step = 120;
   status.version = PolicyVersion{121};
@@ -302,7 +325,7 @@ std::vector<CoordinatorFrame> coordinator_frames() {
                                         TaskId{"kernelbench/level2/19"}, 3, PolicyVersion{41},
                                         EpisodeStage::kAgenticPpo},
                              2'500, "staleness bound"}),
-      frame("s-1", TrajectorySubmission{WorkerId{"rollout-gpu2"}, 3, record}),
+      frame("s-1", submission),
       frame("s-2", SubmitReply{EpisodeId{"run-2026-12-02-ppo/ep00000417"},
                                SubmitStatus::kStoreFailed, "store write failed: disk full"}),
       frame("h-1", Heartbeat{WorkerId{"learner-rank0-gpu0"}, MemberRole::kBenchWorker}),

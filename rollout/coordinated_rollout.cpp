@@ -10,6 +10,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "rollout/generation_gate.h"
+#include "rollout/rollout_store.h"
 
 namespace cuda_agent {
 namespace {
@@ -141,8 +142,20 @@ CoordinatedRollout::PolicyWait CoordinatedRollout::wait_for_policy(Clock::time_p
 void CoordinatedRollout::submit(AssignmentResult& result, EpisodeRecord record) {
   const Assignment& a = result.assignment;
   result.summary = summary_of(record);
-  const TrajectorySubmission submission{
+  TrajectorySubmission submission{
       .worker = options_.worker_id, .attempt = a.attempt, .episode = std::move(record)};
+  if (result.final_outcome.bench) {
+    // A bench ran the final evaluation: its record (artifact hash, audit, baselines) goes with the
+    // episode, and the coordinator stores both in one write.
+    StoreWrite ew = final_evaluation_write(result.final_outcome,
+                                           {.evaluation_id = EvaluationId{a.episode_id.value()},
+                                            .run_id = submission.episode.run_id,
+                                            .task_id = a.task_id,
+                                            .episode_id = a.episode_id},
+                                           submission.episode.final_reward);
+    submission.evaluations = std::move(ew.evaluations);
+    submission.baselines = std::move(ew.baselines);
+  }
   const auto deadline = Clock::now() + Ms(options_.submit_deadline_ms);
   std::int64_t pause = options_.retry_initial_ms;
   for (;;) {

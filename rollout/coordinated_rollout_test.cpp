@@ -197,6 +197,20 @@ TEST(CoordinatedRollout, RunsAssignmentsAndSubmitsExactTrajectories) {
       ++turn;
     }
     EXPECT_EQ(turn, 2);
+    // The bench's record of the final evaluation travels with the episode: artifact hash and
+    // audit, under the episode's own ids, with the episode's reward.
+    ASSERT_EQ(s.evaluations.size(), 1u);
+    const EvaluationRecord& ev = s.evaluations[0];
+    EXPECT_EQ(ev.evaluation_id, EvaluationId{s.episode.episode_id.value()});
+    EXPECT_EQ(ev.episode_id, s.episode.episode_id);
+    EXPECT_EQ(ev.run_id, RunId{"run-1"});
+    EXPECT_EQ(ev.task_id, s.episode.task_id);
+    EXPECT_EQ(ev.artifact_hash, "artifact-hash-fake");
+    EXPECT_EQ(ev.reward, 2);
+    auto audit = decode_audit_record(ev.audit);
+    ASSERT_TRUE(audit) << "no audit with the evaluation: " << audit.error().to_string();
+    EXPECT_EQ(audit->gpu_name, "Fake GPU");
+    EXPECT_EQ(s.baselines.size(), 1u);
   }
   EXPECT_EQ(ids.size(), 5u);
 }

@@ -1,5 +1,7 @@
 #include "rollout/rollout_store.h"
 
+#include "core/clock.h"
+
 namespace cuda_agent {
 
 Status RunStoreRollout::write(StoreWrite w, std::chrono::milliseconds timeout) {
@@ -21,6 +23,26 @@ Expected<std::optional<EpisodeSummary>> RunStoreRollout::episode(const RunId& ru
   if (s) return std::optional<EpisodeSummary>(std::move(*s));
   if (s.error().code == "store.not_found") return std::optional<EpisodeSummary>();
   return s.error();
+}
+
+StoreWrite final_evaluation_write(const EvaluationOutcome& final, const EvaluationIds& ids,
+                                  double reward) {
+  if (final.bench) {
+    StoreWrite w = evaluation_write({.result = *final.bench, .passed = final.correct}, ids);
+    w.evaluations.front().reward = reward;
+    return w;
+  }
+  StoreWrite w;
+  w.evaluations.push_back({.evaluation_id = ids.evaluation_id,
+                           .run_id = ids.run_id,
+                           .task_id = ids.task_id,
+                           .episode_id = ids.episode_id,
+                           .reward = reward,
+                           .verified = final.correct,
+                           .speedup_vs_eager = final.speedup_vs_eager,
+                           .speedup_vs_compile = final.speedup_vs_compile,
+                           .created_unix_ms = now_unix_ms()});
+  return w;
 }
 
 }  // namespace cuda_agent

@@ -13,7 +13,9 @@
 #include <vector>
 
 #include "core/error.h"
+#include "gpu_bench/bench_store.h"
 #include "messages/store_codec.h"
+#include "rollout/episode.h"
 #include "storage/run_store.h"
 
 namespace cuda_agent {
@@ -43,5 +45,14 @@ class RunStoreRollout final : public RolloutStore {
  private:
   RunStore& store_;
 };
+
+/// The records of an episode's final evaluation (`final`, as run_episode reported it), with the
+/// episode's reward: when a bench ran it, the bench's own record (artifact hash, encoded audit
+/// record, and the baselines it measured; gpu_bench/bench_store.h evaluation_write), as `cuda-agent
+/// bench --store` keeps one; when none ran (the episode never built, or a compile-only reward),
+/// the reward alone, with nothing to audit. One write path for `eval` (its own run store) and for
+/// training episodes (their submission to the coordinator, which stores it with the episode).
+StoreWrite final_evaluation_write(const EvaluationOutcome& final, const EvaluationIds& ids,
+                                  double reward);
 
 }  // namespace cuda_agent

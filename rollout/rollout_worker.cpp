@@ -9,7 +9,6 @@
 
 #include "core/clock.h"
 #include "core/log.h"
-#include "gpu_bench/bench_store.h"
 #include "rollout/generation_gate.h"
 
 namespace cuda_agent {
@@ -221,30 +220,14 @@ JobResult RolloutWorker::run_job(const RunId& run, const RolloutJob& job,
   StoreWrite w;
   w.episodes.push_back(std::move(record));
   if (job.evaluation_id) {
-    const EvaluationOutcome& final = result.final_outcome;
-    if (final.bench) {
-      // The bench ran the final evaluation: its record as the bench path stores one (artifact
-      // hash, audit, the baselines it measured), with the episode's reward.
-      StoreWrite ew = evaluation_write({.result = *final.bench, .passed = final.correct},
-                                       {.evaluation_id = *job.evaluation_id,
-                                        .run_id = run,
-                                        .task_id = job.task_id,
-                                        .episode_id = job.episode_id});
-      ew.evaluations.front().reward = episode.final_reward;
-      std::move(ew.evaluations.begin(), ew.evaluations.end(), std::back_inserter(w.evaluations));
-      std::move(ew.baselines.begin(), ew.baselines.end(), std::back_inserter(w.baselines));
-    } else {
-      // No bench ran (the episode never built, or a compile-only reward): nothing to audit.
-      w.evaluations.push_back({.evaluation_id = *job.evaluation_id,
-                               .run_id = run,
-                               .task_id = job.task_id,
-                               .episode_id = job.episode_id,
-                               .reward = episode.final_reward,
-                               .verified = final.correct,
-                               .speedup_vs_eager = final.speedup_vs_eager,
-                               .speedup_vs_compile = final.speedup_vs_compile,
-                               .created_unix_ms = now_unix_ms()});
-    }
+    StoreWrite ew = final_evaluation_write(result.final_outcome,
+                                           {.evaluation_id = *job.evaluation_id,
+                                            .run_id = run,
+                                            .task_id = job.task_id,
+                                            .episode_id = job.episode_id},
+                                           episode.final_reward);
+    std::move(ew.evaluations.begin(), ew.evaluations.end(), std::back_inserter(w.evaluations));
+    std::move(ew.baselines.begin(), ew.baselines.end(), std::back_inserter(w.baselines));
   }
   attempt.state = AttemptState::kCommitted;
   attempt.updated_unix_ms = now_unix_ms();
