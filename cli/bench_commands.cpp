@@ -111,7 +111,9 @@ int run_bench(const BenchArgs& a) {
   request.files = *files;
   request.target_arch = a.arch.empty() ? manifest.compile.target_arch : a.arch;
   const std::string policy = a.policy.empty() ? manifest.compile.library_policy : a.policy;
-  request.library_policy = policy == "pure" ? LibraryPolicy::kPure : LibraryPolicy::kDefault;
+  auto library_policy = parse_library_policy(policy);
+  if (!library_policy) return fail(a, library_policy.error());
+  request.library_policy = *library_policy;
   CompileServiceOptions so;
   so.compile = manifest.compile;
   auto farm = EmbeddedCompileFarm::start(so, 1);

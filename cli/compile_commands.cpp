@@ -81,8 +81,9 @@ int run_compile(const CompileArgs& a) {
   request.header.deadline_unix_ms = now_unix_ms() + a.timeout_ms;
   request.files = std::move(*files);
   request.target_arch = a.arch.empty() ? options->target_arch : a.arch;
-  std::string policy = a.policy.empty() ? options->library_policy : a.policy;
-  request.library_policy = policy == "pure" ? LibraryPolicy::kPure : LibraryPolicy::kDefault;
+  auto library_policy = parse_library_policy(a.policy.empty() ? options->library_policy : a.policy);
+  if (!library_policy) return report(library_policy.error());
+  request.library_policy = *library_policy;
   request.extra_flags = a.flags;
 
   std::unique_ptr<EmbeddedCompileFarm> embedded;

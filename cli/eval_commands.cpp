@@ -283,10 +283,9 @@ int run_eval(const EvalArgs& a) {
     log_warn("an interrupted run left this episode in flight; its attempt is aborted",
              {{"episode", lost.episode_id.value()}, {"attempt", std::to_string(lost.attempt)}});
 
-  const FarmBuildSettings farm_options{.target_arch = manifest.compile.target_arch,
-                                       .library_policy = manifest.compile.library_policy == "pure"
-                                                             ? LibraryPolicy::kPure
-                                                             : LibraryPolicy::kDefault};
+  auto build_settings = farm_build_settings(manifest.compile);
+  if (!build_settings) return report(build_settings.error());
+  const FarmBuildSettings farm_options = *build_settings;
   std::vector<RolloutJob> jobs;
   std::vector<const Task*> job_task;
   for (const Task& task : tasks) {
@@ -305,19 +304,11 @@ int run_eval(const EvalArgs& a) {
                         else
                           p.tools = std::make_unique<FarmEvaluationTools>(
                               **client, farm_options, local_bench_evaluator(bench, t->id.value()));
+                        p.spec = episode_spec(manifest.rollout, t->source, p.policy.get(),
+                                              p.tools.get());
+                        p.spec.budgets.max_turns = max_turns;
                         if (a.seed != 0)
                           p.spec.seed = episode_seed(a.seed, t->id.value(), std::uint64_t(k));
-                        p.spec.model_py = t->source;
-                        p.spec.policy = p.policy.get();
-                        p.spec.tools = p.tools.get();
-                        p.spec.budgets = {.max_turns = max_turns,
-                                          .max_context_tokens = manifest.rollout.max_context_tokens,
-                                          .wall_ms = manifest.rollout.episode_wall_ms};
-                        p.spec.temperature = manifest.rollout.temperature;
-                        p.spec.system_prompt =
-                            std::string(agent_system_prompt(manifest.rollout.system_prompt));
-                        p.spec.top_p = manifest.rollout.top_p;
-                        p.spec.max_new_tokens_per_turn = manifest.rollout.max_new_tokens_per_turn;
                         return p;
                       }});
       job_task.push_back(&task);

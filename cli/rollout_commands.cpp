@@ -201,10 +201,7 @@ Expected<WorkerSetup> set_up(const ServeRolloutArgs& a) {
     ASSIGN_OR_RETURN(auto bench, BenchClient::connect(w.pool_options));
     w.bench = std::move(bench);
   }
-  w.build = {.target_arch = m.compile.target_arch,
-             .library_policy = m.compile.library_policy == "pure" ? LibraryPolicy::kPure
-                                                                  : LibraryPolicy::kDefault,
-             .compile_timeout_ms = m.compile.job_wall_ms};
+  ASSIGN_OR_RETURN(w.build, farm_build_settings(m.compile));
   w.run = RunId{m.run.name};
   w.worker_id = a.id.empty() ? default_worker_id(a.gpu) : a.id;
   return w;
@@ -216,7 +213,6 @@ Expected<WorkerSetup> set_up(const ServeRolloutArgs& a) {
 // sends the same code is answered from the brokers' caches; empty: fresh ids.
 Expected<PreparedEpisode> prepare_episode(const WorkerSetup& w, const Task& task,
                                           const std::string& request_key = "") {
-  const RolloutOptions& o = w.m.rollout;
   ASSIGN_OR_RETURN(std::unique_ptr<PolicyBackend> policy, make_policy(w.m, task));
   PreparedEpisode p;
   p.policy = std::move(policy);
@@ -230,16 +226,7 @@ Expected<PreparedEpisode> prepare_episode(const WorkerSetup& w, const Task& task
         pool_bench_evaluator(
             w.bench, {.task_id = task.id.value(), .run_id = w.run, .request_key = request_key}));
   }
-  p.spec.model_py = task.source;
-  p.spec.policy = p.policy.get();
-  p.spec.tools = p.tools.get();
-  p.spec.budgets = {.max_turns = o.max_turns,
-                    .max_context_tokens = o.max_context_tokens,
-                    .wall_ms = o.episode_wall_ms};
-  p.spec.temperature = o.temperature;
-  p.spec.system_prompt = std::string(agent_system_prompt(o.system_prompt));
-  p.spec.top_p = o.top_p;
-  p.spec.max_new_tokens_per_turn = o.max_new_tokens_per_turn;
+  p.spec = episode_spec(w.m.rollout, task.source, p.policy.get(), p.tools.get());
   return p;
 }
 

@@ -150,8 +150,7 @@ std::vector<Finding> check_symbols(const DynamicSymbols& symbols,
     if (!allowed_library(lib, policy))
       out.push_back({file, 0, "symbol.library",
                      "links '" + lib + "', which library policy '" +
-                         (policy == LibraryPolicy::kPure ? "pure" : "default") +
-                         "' does not allow"});
+                         std::string(to_string(policy)) + "' does not allow"});
   return out;
 }
 

@@ -135,6 +135,23 @@ Expected<CompileReply> decode_compile_reply(std::string_view bytes, const Decode
   return decode_reply<wire::CompileReply, CompileReply>(bytes, limits, "CompileReply", get_result);
 }
 
+std::string_view to_string(LibraryPolicy policy) {
+  switch (policy) {
+    case LibraryPolicy::kDefault: return "default";
+    case LibraryPolicy::kPure: return "pure";
+    case LibraryPolicy::kUnknown: break;
+  }
+  return "unknown";
+}
+
+Expected<LibraryPolicy> parse_library_policy(std::string_view name) {
+  for (LibraryPolicy p : {LibraryPolicy::kDefault, LibraryPolicy::kPure}) {
+    if (name == to_string(p)) return p;
+  }
+  return make_error(ErrorCategory::kInvalidInput, "compile.library_policy",
+                    "unknown library policy '" + std::string(name) + "' (default or pure)");
+}
+
 std::string_view to_string(ParamKind kind) {
   switch (kind) {
     case ParamKind::kPointer: return "pointer";

@@ -30,6 +30,12 @@ enum class LibraryPolicy : std::uint8_t {
   kPure = 2,     ///< nothing beyond the CUDA runtime
 };
 
+/// "default" or "pure" (the manifest's spelling), "unknown" for kUnknown.
+std::string_view to_string(LibraryPolicy policy);
+/// The policy a manifest or command line names; anything but "default" or "pure" is refused
+/// ("compile.library_policy", naming the value).
+Expected<LibraryPolicy> parse_library_policy(std::string_view name);
+
 /// One file of the agent's workspace.
 struct SourceFile {
   std::string path;     ///< relative to the workspace root: "kernels/x.cu", "model_new.py"

@@ -173,5 +173,17 @@ TEST(CompileCodec, RejectsTruncatedAndOversizedFrames) {
   EXPECT_EQ(decode_compile_request(bytes, {.max_bytes = 64}).error().code, "wire.too_large");
 }
 
+TEST(CompileCodec, LibraryPoliciesAreNamedAsTheManifestSpellsThem) {
+  for (LibraryPolicy p : {LibraryPolicy::kDefault, LibraryPolicy::kPure}) {
+    auto back = parse_library_policy(to_string(p));
+    ASSERT_TRUE(back) << back.error().to_string();
+    EXPECT_EQ(*back, p);
+  }
+  auto bad = parse_library_policy("cublas-only");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().code, "compile.library_policy");
+  EXPECT_NE(bad.error().message.find("'cublas-only'"), std::string::npos) << bad.error().message;
+}
+
 }  // namespace
 }  // namespace cuda_agent

@@ -6,6 +6,8 @@
 
 #include <mutex>
 
+#include "model/tokenizer_internal.h"
+
 namespace cuda_agent {
 namespace {
 
@@ -45,24 +47,6 @@ std::size_t utf8_length(unsigned char lead) {
   if ((lead >> 5) == 0x6) return 2;
   if ((lead >> 4) == 0xE) return 3;
   return 4;
-}
-
-void append_utf8(std::string& out, std::uint32_t c) {
-  if (c < 0x80) {
-    out += static_cast<char>(c);
-  } else if (c < 0x800) {
-    out += static_cast<char>(0xC0 | (c >> 6));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  } else if (c < 0x10000) {
-    out += static_cast<char>(0xE0 | (c >> 12));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (c >> 18));
-    out += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  }
 }
 
 std::uint32_t decode_utf8_at(std::string_view s, std::size_t i) {

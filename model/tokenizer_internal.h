@@ -68,6 +68,9 @@ struct TokenizerData {
   mutable std::unordered_map<std::string, std::vector<TokenId>> cache;
 };
 
+/// Appends code point `c` to `out` in UTF-8 (1 to 4 bytes; `c` must be a valid code point).
+void append_utf8(std::string& out, char32_t c);
+
 /// Normalizes `text` to NFC (utf8proc). Errors only when utf8proc fails.
 /// Texts made only of `nfc_inert` code points are returned as they are, without utf8proc.
 Status nfc_normalize(std::string_view text, std::string& out);

@@ -10,7 +10,6 @@
 #include "model/tokenizer_internal.h"
 
 namespace cuda_agent {
-namespace {
 
 void append_utf8(std::string& out, char32_t c) {
   if (c < 0x80) {
@@ -29,6 +28,8 @@ void append_utf8(std::string& out, char32_t c) {
     out += static_cast<char>(0x80 | (c & 0x3F));
   }
 }
+
+namespace {
 
 struct ByteTables {
   std::array<char32_t, 256> to_unicode{};

@@ -324,6 +324,22 @@ Episode EpisodeRunner::run() {
 
 }  // namespace
 
+EpisodeSpec episode_spec(const RolloutOptions& o, const std::string& model_py,
+                         PolicyBackend* policy, EvaluationTools* tools) {
+  EpisodeSpec spec;
+  spec.model_py = model_py;
+  spec.policy = policy;
+  spec.tools = tools;
+  spec.budgets = {.max_turns = o.max_turns,
+                  .max_context_tokens = o.max_context_tokens,
+                  .wall_ms = o.episode_wall_ms};
+  spec.temperature = o.temperature;
+  spec.top_p = o.top_p;
+  spec.max_new_tokens_per_turn = o.max_new_tokens_per_turn;
+  spec.system_prompt = std::string(agent_system_prompt(o.system_prompt));
+  return spec;
+}
+
 std::string task_prompt(const std::string& model_py) {
   return "Make this PyTorch model faster with your own CUDA kernels. model.py (read-only) is:\n\n"
          "```python\n" +

@@ -37,6 +37,7 @@
 #include "messages/bench_codec.h"
 #include "messages/trajectory_codec.h"
 #include "rollout/policy.h"
+#include "rollout/rollout_options.h"
 #include "rollout/workspace.h"
 
 namespace cuda_agent {
@@ -98,6 +99,13 @@ struct EpisodeSpec {
   /// The system message; empty: the agent skill document (agent_system_prompt).
   std::string system_prompt;
 };
+
+/// An episode of the task `model_py` with `policy` and `tools` under a run's [rollout] settings:
+/// budgets (turns, context, wall time), sampling (temperature, top_p, new tokens per turn) and
+/// the system prompt (agent_system_prompt([rollout] system_prompt)). Ids, stage, seed and version
+/// are the caller's.
+EpisodeSpec episode_spec(const RolloutOptions& rollout, const std::string& model_py,
+                         PolicyBackend* policy, EvaluationTools* tools);
 
 /// The prompt that opens an episode: the task and what to do.
 std::string task_prompt(const std::string& model_py);

@@ -1,5 +1,6 @@
 #include "rollout/farm_tools.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "gpu_bench/bench_report.h"
@@ -8,6 +9,15 @@
 #include "core/content_hash.h"
 
 namespace cuda_agent {
+
+Expected<FarmBuildSettings> farm_build_settings(const CompileOptions& compile) {
+  ASSIGN_OR_RETURN(LibraryPolicy policy, parse_library_policy(compile.library_policy));
+  FarmBuildSettings s;
+  s.target_arch = compile.target_arch;
+  s.library_policy = policy;
+  s.compile_timeout_ms = std::max(s.compile_timeout_ms, compile.job_wall_ms + 60'000);
+  return s;
+}
 
 Expected<CompileResult> FarmEvaluationTools::compile(const std::vector<SourceFile>& files) {
   CompileRequest r;

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "compile_farm/compile_client.h"
+#include "compile_farm/compile_options.h"
 #include "gpu_bench/bench_types.h"
 #include "rollout/episode.h"
 #include "rollout/tool_request_ids.h"
@@ -27,6 +28,11 @@ struct FarmBuildSettings {
   /// sources is answered from the broker's cache. Empty: fresh ids.
   std::string request_key;
 };
+
+/// The settings a run's [compile] options give: its target and library policy (an unknown policy
+/// is refused), and a request deadline that leaves room to queue in the farm: the job's wall
+/// limit plus a minute, at least the 5-minute default.
+Expected<FarmBuildSettings> farm_build_settings(const CompileOptions& compile);
 
 class FarmEvaluationTools final : public EvaluationTools {
  public:
