@@ -136,24 +136,19 @@ int run_bench(const BenchArgs& a) {
   bo.worker_id = WorkerId{"cli"};
   auto service = BenchService::create(bo);
   if (!service) return fail(a, service.error());
-  BenchJob job;
-  job.mode = mode_of(a.mode);
-  job.task_id = task_id_of(a.task);
-  job.task_model_py = std::move(*model_py);
-  job.artifact_hash = built->artifact_hash;
-  job.artifact = built->artifact;
-  job.prototypes = built->prototypes;
-  job.model_new_py = model_new->content;
-  job.toolchain = built->toolchain;
-  job.overrides.tolerance_profile = a.tolerance;
-  job.overrides.timed_trials = static_cast<std::uint32_t>(std::max<std::int64_t>(0, a.trials));
-  job.overrides.verify_input_sets = static_cast<std::uint32_t>(std::max<std::int64_t>(0, a.seeds));
-  job.deadline_unix_ms = now_unix_ms() + a.timeout_ms;
+  const std::string task_id = task_id_of(a.task);
+  BenchJob job{.request = bench_request(mode_of(a.mode), task_id, std::move(*model_py), *built,
+                                        model_new->content)};
+  BenchRunOptions& o = job.request.options;
+  o.tolerance_profile = a.tolerance;
+  o.timed_trials = static_cast<std::uint32_t>(std::max<std::int64_t>(0, a.trials));
+  o.verify_input_sets = static_cast<std::uint32_t>(std::max<std::int64_t>(0, a.seeds));
+  job.request.header.deadline_unix_ms = now_unix_ms() + a.timeout_ms;
   Expected<BenchEvaluation> e = (*service)->evaluate(job);
   if (!e) return fail(a, e.error());
   if (a.keep_job) std::fprintf(stderr, "job directories kept under the bench work root\n");
   BenchReportContext ctx;
-  ctx.task_id = job.task_id;
+  ctx.task_id = task_id;
   ctx.mode = a.mode;
   ctx.kernels = built->kernels;
   ctx.faster_threshold = bo.bench.faster_threshold;
@@ -167,10 +162,10 @@ int run_bench(const BenchArgs& a) {
     auto store = RunStore::open(so, StoreMode::kWrite);
     if (!store) return report(store.error());
     StoreWrite w =
-        evaluation_write(*e, {EvaluationId{job.task_id + "/" + built->artifact_hash.substr(0, 16) +
+        evaluation_write(*e, {EvaluationId{task_id + "/" + built->artifact_hash.substr(0, 16) +
                                            "/" + std::to_string(e->result.audit.measured_unix_ms)},
-                              RunId{"cli"}, TaskId{job.task_id}, EpisodeId{}});
-    w.artifacts.push_back({built->artifact_hash, TaskId{job.task_id}, "cuda-shared-object",
+                              RunId{"cli"}, TaskId{task_id}, EpisodeId{}});
+    w.artifacts.push_back({built->artifact_hash, TaskId{task_id}, "cuda-shared-object",
                            built->artifact, built->log, now_unix_ms()});
     if (Status s = (*store)->write(std::move(w), std::chrono::seconds(30)); !s)
       return report(s.error());

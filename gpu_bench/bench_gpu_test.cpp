@@ -58,16 +58,9 @@ class BenchGpu : public ::testing::Test {
     service_ = std::move(*s);
   }
   BenchJob job(const std::string& model_new, BenchMode mode) {
-    BenchJob j;
-    j.mode = mode;
-    j.task_id = "testdata/scale_relu";
-    j.task_model_py = src("gpu_bench/testdata/scale_relu/model.py");
-    j.artifact_hash = built_->artifact_hash;
-    j.artifact = built_->artifact;
-    j.prototypes = built_->prototypes;
-    j.toolchain = built_->toolchain;
-    j.model_new_py = src(model_new);
-    return j;
+    return {.request = bench_request(mode, "testdata/scale_relu",
+                                     src("gpu_bench/testdata/scale_relu/model.py"), *built_,
+                                     src(model_new))};
   }
   static inline std::string skip_;
   static inline CompileResult* built_ = nullptr;

@@ -37,7 +37,4 @@ PoolHandler bench_handler(std::shared_ptr<BenchService> service);
 /// The capability tags a bench worker announces: {"gpu", "gpu:<model>"} ("gpu:NVIDIA H200").
 std::vector<std::string> bench_worker_tags(const DeviceInfo& device);
 
-/// The BenchJob a request describes (its payload required).
-Expected<BenchJob> bench_job_from_request(const BenchRequest& request);
-
 }  // namespace cuda_agent

@@ -122,14 +122,8 @@ Expected<Entry> build_entry(CompileService& compiler, const fs::path& dir,
   ASSIGN_OR_RETURN(CompileResult built, compiler.compile(req));
   Entry e;
   e.name = dir.filename().string();
-  e.job.mode = BenchMode::kBenchmark;
-  e.job.task_id = e.name;
-  e.job.task_model_py = slurp(dir / "model.py");
-  e.job.model_new_py = slurp(dir / "model_new.py");
-  e.job.artifact_hash = built.artifact_hash;
-  e.job.artifact = built.artifact;
-  e.job.prototypes = built.prototypes;
-  e.job.toolchain = built.toolchain;
+  e.job.request = bench_request(BenchMode::kBenchmark, e.name, slurp(dir / "model.py"), built,
+                                slurp(dir / "model_new.py"));
   return e;
 }
 
@@ -325,7 +319,7 @@ class QualityBench {
     if (!service) return say("  bench service: %s\n", service.error().to_string().c_str()), false;
     service_ = std::move(*service);
     BenchJob warm = hinge->job;
-    warm.mode = BenchMode::kVerify;
+    warm.request.mode = BenchMode::kVerify;
     const auto t0 = Clock::now();
     auto e = service_->evaluate(warm);
     const double wall = since(t0);

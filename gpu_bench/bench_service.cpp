@@ -53,13 +53,13 @@ std::string tail(const std::string& s, std::size_t n) {
 
 /// TF32 for this job: the request's or the service's setting (the same for every contender).
 bool allow_tf32(const BenchOptions& b, const BenchJob& job) {
-  return job.overrides.allow_tf32 || b.allow_tf32;
+  return job.request.options.allow_tf32 || b.allow_tf32;
 }
 
 HarnessOptions harness_options(const BenchOptions& b, const BenchJob& job,
                                const std::optional<CachedBaseline>& baseline) {
   HarnessOptions o;
-  const BenchRunOptions& x = job.overrides;
+  const BenchRunOptions& x = job.request.options;
   o.tolerance_profile = x.tolerance_profile.empty() ? b.tolerance_profile : x.tolerance_profile;
   // Final evaluations (remeasure_baselines) always get the full set of input sets.
   const std::int64_t sets = !x.remeasure_baselines && b.nonfinal_verify_input_sets > 0
@@ -201,16 +201,26 @@ Status BenchService::ensure_healthy() {
 Expected<BenchEvaluation> BenchService::evaluate(const BenchJob& job) {
   std::lock_guard<std::mutex> lock(mu_);
   RETURN_IF_ERROR(ensure_healthy());
-  if (job.mode == BenchMode::kUnknown)
+  if (job.request.mode == BenchMode::kUnknown)
     return bench_error(ErrorCategory::kInvalidInput, "bench.request", "unknown bench mode");
+  if (!job.request.payload)
+    return bench_error(ErrorCategory::kInvalidInput, "bench.request",
+                       "the request carries no payload (task model.py and built solution); this "
+                       "worker does not look artifacts up in a run store");
+  if (!job.request.task.content_hash.empty() &&
+      job.request.task.content_hash != content_hash(job.request.payload->task_model_py))
+    return bench_error(
+        ErrorCategory::kInvalidInput, "bench.task_hash",
+        "model.py does not hash to the task's content hash " + job.request.task.content_hash);
   const std::uint64_t seq = ++jobs_;
   // Made (and, for a re-run, made again) by write_job_dir; removed here at the end.
   const fs::path dir = fs::path(options_.work_root) / ("job-" + std::to_string(seq));
   // The baselines of a task this service has measured before, unless told otherwise.
   std::optional<CachedBaseline> baseline = job.baseline;
-  const std::string memo_key =
-      content_hash(job.task_model_py) + (allow_tf32(options_.bench, job) ? "|tf32" : "|ieee");
-  if (!baseline && !job.overrides.remeasure_baselines && job.mode == BenchMode::kBenchmark) {
+  const std::string memo_key = content_hash(job.request.payload->task_model_py) +
+                               (allow_tf32(options_.bench, job) ? "|tf32" : "|ieee");
+  if (!baseline && !job.request.options.remeasure_baselines &&
+      job.request.mode == BenchMode::kBenchmark) {
     if (auto it = baseline_memo_.find(memo_key); it != baseline_memo_.end()) {
       CachedBaseline reuse{
           .eager_us = options_.reuse_eager_baseline ? it->second.eager_us : 0,
@@ -219,7 +229,7 @@ Expected<BenchEvaluation> BenchService::evaluate(const BenchJob& job) {
     }
   }
   Expected<BenchEvaluation> out = run_job(job, baseline, dir.string());
-  if (out && out->passed && job.mode == BenchMode::kProfile)
+  if (out && out->passed && job.request.mode == BenchMode::kProfile)
     add_nsight_compute(job, baseline, dir.string() + "-ncu", *out);
   if (out && baseline && !job.baseline) {
     auto note = [&](const char* which, double us) {
@@ -266,22 +276,22 @@ Status BenchService::write_job_dir(const BenchJob& job,
     return bench_error(ErrorCategory::kIo, "bench.job",
                        "cannot create '" + dir.string() + "': " + ec.message());
   HarnessRequest req;
-  req.mode = job.mode;
+  req.mode = job.request.mode;
   req.task_model_py = (dir / "model.py").string();
   req.model_new_py = (dir / "model_new.py").string();
   req.library = (dir / "solution.so").string();
-  req.prototypes = job.prototypes;
+  req.prototypes = job.request.payload->prototypes;
   req.device = 0;  // CUDA_VISIBLE_DEVICES leaves the child exactly one
-  req.seeds = job.seeds;
+  req.seeds = job.request.seeds;
   req.options = harness_options(options_.bench, job, baseline);
   if (ncu_region) {  // a profiling run, not a verdict: the first run checked everything
     req.options.ncu_region = true;
     req.options.poison_memory = false;  // and leaves ncu's replay device memory to save into
     req.options.verify_input_sets = 1;
   }
-  RETURN_IF_ERROR(write_file(req.task_model_py, job.task_model_py, 0644));
-  RETURN_IF_ERROR(write_file(req.model_new_py, job.model_new_py, 0644));
-  RETURN_IF_ERROR(write_file(req.library, job.artifact, 0755));
+  RETURN_IF_ERROR(write_file(req.task_model_py, job.request.payload->task_model_py, 0644));
+  RETURN_IF_ERROR(write_file(req.model_new_py, job.request.payload->model_new_py, 0644));
+  RETURN_IF_ERROR(write_file(req.library, job.request.payload->shared_object, 0755));
   RETURN_IF_ERROR(write_file(dir / "request.json", harness_request_json(req), 0644));
   if (run_as_) RETURN_IF_ERROR(hand_job_dir(dir.string(), *run_as_, "bench.job"));
   return Status();
@@ -312,8 +322,8 @@ Expected<BenchEvaluation> BenchService::run_job(const BenchJob& job,
   const fs::path result_path = dir / "result.json";
   const auto start = std::chrono::steady_clock::now();
   std::int64_t wall_ms = options_.bench.harness_wall_ms;
-  if (job.deadline_unix_ms > 0) {
-    const std::int64_t left = job.deadline_unix_ms - now_unix_ms();
+  if (job.request.header.deadline_unix_ms > 0) {
+    const std::int64_t left = job.request.header.deadline_unix_ms - now_unix_ms();
     if (left <= 0)
       return bench_error(ErrorCategory::kTimeout, "bench.deadline",
                          "the request's deadline passed before the harness started");
@@ -342,8 +352,9 @@ Expected<BenchEvaluation> BenchService::run_job(const BenchJob& job,
                             deadline - std::chrono::steady_clock::now())
                             .count();
     if (zygote_pid != 0)
-      left = job.deadline_unix_ms > 0
-                 ? std::min(options_.bench.harness_wall_ms, job.deadline_unix_ms - now_unix_ms())
+      left = job.request.header.deadline_unix_ms > 0
+                 ? std::min(options_.bench.harness_wall_ms,
+                            job.request.header.deadline_unix_ms - now_unix_ms())
                  : options_.bench.harness_wall_ms;
     if (left <= 0)
       return bench_error(ErrorCategory::kTimeout, "bench.deadline",
@@ -396,9 +407,9 @@ Expected<BenchEvaluation> BenchService::run_job(const BenchJob& job,
   e.result = std::move(e.harness.result);
   e.harness.result = BenchResult{};
   AuditRecord& a = e.result.audit;
-  a.task_hash = content_hash(job.task_model_py);
-  a.artifact_hash = job.artifact_hash;
-  a.toolchain = job.toolchain;
+  a.task_hash = content_hash(job.request.payload->task_model_py);
+  a.artifact_hash = job.request.artifact.hash;
+  a.toolchain = job.request.payload->toolchain;
   a.worker_id = options_.worker_id;
   a.measured_unix_ms = now_unix_ms();
   score_evaluation(e, RewardRule{options_.bench.faster_threshold, options_.bench.reward}, baseline);
@@ -423,7 +434,8 @@ void BenchService::add_nsight_compute(const BenchJob& job,
     return;
   }
   std::int64_t wall_ms = options_.bench.harness_wall_ms;
-  if (job.deadline_unix_ms > 0) wall_ms = std::min(wall_ms, job.deadline_unix_ms - now_unix_ms());
+  if (job.request.header.deadline_unix_ms > 0)
+    wall_ms = std::min(wall_ms, job.request.header.deadline_unix_ms - now_unix_ms());
   if (wall_ms < 1000) return unavailable("no time left before the request's deadline");
   const fs::path dir(dir_str);
   if (Status w = write_job_dir(job, baseline, dir_str, true); !w)

@@ -125,9 +125,9 @@ TEST_P(BenchServiceTest, RequestCarriesOverridesCachedBaselinesAndTheDevice) {
   auto s = make();
   ASSERT_TRUE(s);
   BenchJob j = job("echo_request");
-  j.overrides.timed_trials = 7;
-  j.overrides.tolerance_profile = "strict";
-  j.seeds = {11, 12};
+  j.request.options.timed_trials = 7;
+  j.request.options.tolerance_profile = "strict";
+  j.request.seeds = {11, 12};
   j.baseline = CachedBaseline{300.0, 250.0};
   auto e = s->evaluate(j);
   ASSERT_TRUE(e) << e.error().to_string();
@@ -154,8 +154,8 @@ TEST_P(BenchServiceTest, NonFinalEvaluationsMayUseFewerInputSetsFinalOnesNever) 
   ASSERT_TRUE(s);
   auto sets = [&](bool final_eval, std::uint32_t asked) -> int {
     BenchJob j = job("echo_request");
-    j.overrides.remeasure_baselines = final_eval;
-    j.overrides.verify_input_sets = asked;
+    j.request.options.remeasure_baselines = final_eval;
+    j.request.options.verify_input_sets = asked;
     auto e = s->evaluate(j);
     EXPECT_TRUE(e) << e.error().to_string();
     if (!e) return -1;
@@ -176,7 +176,7 @@ TEST_P(BenchServiceTest, ReusesItsOwnBaselinesUnlessFinal) {
   };
   // A candidate that fails its checks leaves no baseline behind for the next one.
   BenchJob failing = job("fail_check");
-  failing.mode = BenchMode::kBenchmark;
+  failing.request.mode = BenchMode::kBenchmark;
   ASSERT_TRUE(s->evaluate(failing));
   auto first = s->evaluate(job("fast"));
   ASSERT_TRUE(first) << first.error().to_string();
@@ -195,16 +195,16 @@ TEST_P(BenchServiceTest, ReusesItsOwnBaselinesUnlessFinal) {
   EXPECT_EQ(second->result.reward.tier, 3);
   // A final evaluation re-measures; so does another task, or TF32 on.
   BenchJob final_job = job("fast");
-  final_job.overrides.remeasure_baselines = true;
+  final_job.request.options.remeasure_baselines = true;
   auto final_eval = s->evaluate(final_job);
   ASSERT_TRUE(final_eval);
   EXPECT_FALSE(reused(*final_eval));
   EXPECT_EQ(final_eval->result.compile_trial_us.size(), 5u);
   BenchJob other = job("fast");
-  other.task_model_py = "class Model: pass  # another task\n";
+  other.request.payload->task_model_py = "class Model: pass  # another task\n";
   EXPECT_FALSE(reused(*s->evaluate(other)));
   BenchJob tf32 = job("fast");
-  tf32.overrides.allow_tf32 = true;
+  tf32.request.options.allow_tf32 = true;
   EXPECT_FALSE(reused(*s->evaluate(tf32)));
   // Eager reuse off: eager timed every time, torch.compile still reused.
   options_.reuse_eager_baseline = false;
@@ -238,7 +238,7 @@ TEST_P(BenchServiceTest, HarnessErrorsAreTyped) {
   EXPECT_EQ(n.error().code, "bench.no_result");
   EXPECT_EQ(health_checks_, 0);
   BenchJob late = job("fast");
-  late.deadline_unix_ms = now_unix_ms() - 1;
+  late.request.header.deadline_unix_ms = now_unix_ms() - 1;
   auto d = s->evaluate(late);
   ASSERT_FALSE(d);
   EXPECT_EQ(d.error().code, "bench.deadline");

@@ -73,18 +73,15 @@ inline std::unique_ptr<BenchService> make_service(const BenchServiceOptions& opt
 /// A job for the fake harness: it plays `scenario` ("fast", "crash", "hang", ...; see
 /// fake_harness/harness.py), read from the model_new.py text.
 inline BenchJob fake_job(const std::string& scenario, BenchMode mode = BenchMode::kBenchmark) {
-  BenchJob j;
-  j.mode = mode;
-  j.task_id = "level1/test";
-  j.task_model_py = "class Model: pass\n";
-  j.artifact_hash = "abc123";
-  j.artifact =
+  CompileResult built;
+  built.artifact_hash = "abc123";
+  built.artifact =
       "\x7f"
       "ELF fake";
-  j.prototypes = {{"k", {{"x", "float*", ParamKind::kPointer}}}};
-  j.model_new_py = "# fake: " + scenario + "\n";
-  j.toolchain = "nvcc 13.0";
-  return j;
+  built.prototypes = {{"k", {{"x", "float*", ParamKind::kPointer}}}};
+  built.toolchain = "nvcc 13.0";
+  return {.request = bench_request(mode, "level1/test", "class Model: pass\n", built,
+                                   "# fake: " + scenario + "\n")};
 }
 
 /// Whether one of the evaluation's notes contains `text`.

@@ -23,21 +23,20 @@ struct CachedBaseline {
   double compile_us = 0;  ///< 0: unknown
 };
 
-/// One evaluation's inputs, in memory.
+/// One evaluation's inputs: the request exactly as it travels to a bench worker, and the baseline
+/// medians when the caller has them. The request's payload (the task's model.py and the built
+/// solution) is required; its options' zero or empty fields take the service's BenchOptions; a
+/// header deadline of 0 leaves only options.bench.harness_wall_ms; seeds empty: the harness draws
+/// them; task.task_id names the task in reports ("level1/19_ReLU").
 struct BenchJob {
-  BenchMode mode = BenchMode::kVerify;
-  std::string task_id;        ///< for reports: "level1/19_ReLU"
-  std::string task_model_py;  ///< the task's model.py text
-  std::string artifact_hash;  ///< CompileResult::artifact_hash
-  std::string artifact;       ///< the shared object's bytes
-  std::vector<LauncherPrototype> prototypes;
-  std::string model_new_py;
-  std::string toolchain;                   ///< CompileResult::toolchain, for the audit record
-  std::vector<std::uint64_t> seeds;        ///< correctness seeds; empty: the harness draws them
-  BenchRunOptions overrides;               ///< zero or empty fields: the service's BenchOptions
+  BenchRequest request;
   std::optional<CachedBaseline> baseline;  ///< set: baselines are not re-measured
-  std::int64_t deadline_unix_ms = 0;       ///< 0: options.bench.harness_wall_ms only
 };
+
+/// A request to evaluate `built` with `model_new_py` against the task `task_model_py` in `mode`,
+/// the task and the solution inline (BenchRequest::payload), every option at its default.
+BenchRequest bench_request(BenchMode mode, std::string task_id, std::string task_model_py,
+                           const CompileResult& built, std::string model_new_py);
 
 /// A finished evaluation: BenchResult (checks, trials, speedups, reward, audit, violations) and
 /// what a report adds (spreads, the time breakdown, notes).

@@ -207,12 +207,13 @@ TEST(ZygoteRealHarness, PreloadsTorchWithoutCudaAndForksTheRealHarness) {
   o.health_check = [] { return Status(); };
   auto s = BenchService::create(o);
   ASSERT_TRUE(s) << s.error().to_string();
-  BenchJob j;
-  j.mode = BenchMode::kVerify;
-  j.task_model_py = slurp(source_dir() + "/gpu_bench/testdata/scale_relu/model.py");
-  j.model_new_py = slurp(source_dir() + "/gpu_bench/testdata/scale_relu/model_new.py");
-  j.artifact = "not a shared object";
-  j.prototypes = {{"scale_relu_launch", {{"x", "const float*", ParamKind::kPointer}}}};
+  CompileResult built;
+  built.artifact = "not a shared object";
+  built.prototypes = {{"scale_relu_launch", {{"x", "const float*", ParamKind::kPointer}}}};
+  const BenchJob j{.request = bench_request(
+                       BenchMode::kVerify, "",
+                       slurp(source_dir() + "/gpu_bench/testdata/scale_relu/model.py"), built,
+                       slurp(source_dir() + "/gpu_bench/testdata/scale_relu/model_new.py"))};
   auto e = (*s)->evaluate(j);
   // No GPU here: the real harness's own error. (With a GPU: the fake library fails to load.)
   if (!e) {

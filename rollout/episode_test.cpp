@@ -29,16 +29,16 @@ using namespace episode_test;  // NOLINT(google-build-using-namespace): the shar
 struct ScriptedBench {
   std::vector<std::pair<BenchMode, bool>> calls;
   FarmEvaluationTools::Evaluator evaluator() {
-    return [this](BenchMode mode, const std::string& model_py, const std::vector<SourceFile>& files,
-                  const CompileResult& built, bool final) -> Expected<EvaluationOutcome> {
-      calls.emplace_back(mode, final);
-      EXPECT_EQ(model_py, kModelPy);
-      bool calls_launcher = false;
-      for (const auto& f : files)
-        if (f.path == "model_new.py")
-          calls_launcher = f.content.find("kernels.scale_relu_launch") != std::string::npos;
-      const bool exported =
-          !built.prototypes.empty() && built.prototypes[0].name == "scale_relu_launch";
+    return [this](BenchRequest request) -> Expected<EvaluationOutcome> {
+      const BenchMode mode = request.mode;
+      calls.emplace_back(mode, request.options.remeasure_baselines);
+      EXPECT_TRUE(request.payload);
+      if (!request.payload) return EvaluationOutcome{"no payload", false, -1, 0};
+      const BenchPayload& p = *request.payload;
+      EXPECT_EQ(p.task_model_py, kModelPy);
+      const bool calls_launcher =
+          p.model_new_py.find("kernels.scale_relu_launch") != std::string::npos;
+      const bool exported = !p.prototypes.empty() && p.prototypes[0].name == "scale_relu_launch";
       if (!calls_launcher || !exported) return EvaluationOutcome{"checks failed", false, -1, 0};
       return EvaluationOutcome{mode == BenchMode::kVerify
                                    ? "5/5 input sets correct"

@@ -3,10 +3,9 @@
 #include <algorithm>
 #include <sstream>
 
-#include "gpu_bench/bench_report.h"
-
 #include "core/clock.h"
 #include "core/content_hash.h"
+#include "gpu_bench/bench_report.h"
 
 namespace cuda_agent {
 
@@ -40,7 +39,14 @@ Expected<EvaluationOutcome> FarmEvaluationTools::evaluate(BenchMode mode,
   if (!evaluator_)
     return make_error(ErrorCategory::kUnavailable, "episode.no_bench",
                       "no GPU bench is connected to this rollout worker");
-  return evaluator_(mode, model_py, files, built, final_evaluation);
+  auto model_new = std::find_if(files.begin(), files.end(),
+                                [](const SourceFile& f) { return f.path == "model_new.py"; });
+  if (model_new == files.end())
+    return EvaluationOutcome{"the workspace has no model_new.py (class ModelNew)", false, -1, 0};
+  BenchRequest request = bench_request(final_evaluation ? BenchMode::kBenchmark : mode, "",
+                                       model_py, built, model_new->content);
+  request.options.remeasure_baselines = final_evaluation;
+  return evaluator_(std::move(request));
 }
 
 std::string agent_bench_report(const BenchEvaluation& e, BenchMode mode, std::size_t max_lines) {

@@ -36,9 +36,12 @@ Expected<FarmBuildSettings> farm_build_settings(const CompileOptions& compile);
 
 class FarmEvaluationTools final : public EvaluationTools {
  public:
-  using Evaluator = std::function<Expected<EvaluationOutcome>(
-      BenchMode mode, const std::string& model_py, const std::vector<SourceFile>& files,
-      const CompileResult& built, bool final_evaluation)>;
+  /// Runs one bench request (rollout/local_bench.h on this machine's GPU, rollout/pool_bench.h
+  /// through the bench pool). The request comes made: the mode (a final evaluation is a benchmark
+  /// that re-measures the baselines, BenchRunOptions::remeasure_baselines), the task's model.py,
+  /// the built solution and its model_new.py inline; the evaluator adds where it goes (task id,
+  /// request id, deadline).
+  using Evaluator = std::function<Expected<EvaluationOutcome>(BenchRequest request)>;
 
   FarmEvaluationTools(CompileClient& client, FarmBuildSettings settings, Evaluator evaluator)
       : client_(client),

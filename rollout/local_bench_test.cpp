@@ -1,4 +1,5 @@
-// local_bench_evaluator against the fake harness (gpu_bench/testdata/fake_harness): CPU only.
+// local_bench_evaluator against the fake harness (gpu_bench/testdata/fake_harness), through the
+// FarmEvaluationTools that make its requests: CPU only.
 #include "rollout/local_bench.h"
 
 #include <gtest/gtest.h>
@@ -35,7 +36,13 @@ CompileResult built() {
 TEST(LocalBench, OutcomeCarriesTierAndAReportForTheAgent) {
   auto bench = fake_bench();
   ASSERT_TRUE(bench);
-  auto eval = local_bench_evaluator(bench);
+  // The tools' compile client is not used by evaluate(); connecting does not need a broker.
+  auto client = CompileClient::connect({.broker_endpoint = "tcp://127.0.0.1:9"});
+  ASSERT_TRUE(client) << client.error().to_string();
+  FarmEvaluationTools tools(**client, {}, local_bench_evaluator(bench));
+  auto eval = [&](BenchMode mode, const std::string& model_py, const std::vector<SourceFile>& files,
+                  const CompileResult& b,
+                  bool final) { return tools.evaluate(mode, model_py, files, b, final); };
   auto fast = eval(BenchMode::kBenchmark, "class Model: pass\n",
                    {{"kernels/k.cu", "x"}, {"model_new.py", "# fake: fast\n"}}, built(), false);
   ASSERT_TRUE(fast) << fast.error().to_string();

@@ -62,6 +62,14 @@ class PoolBenchRerun : public ::testing::Test {
                                           .timeout_ms = 30'000,
                                           .request_key = key});
   }
+  /// The final evaluation of `files` by a fresh evaluator for attempt `key` (a rerun starts over).
+  Expected<EvaluationOutcome> evaluate(const std::string& key,
+                                       const std::vector<SourceFile>& files) {
+    auto compile = CompileClient::connect({.broker_endpoint = "tcp://127.0.0.1:9"});  // unused
+    if (!compile) return compile.error();
+    FarmEvaluationTools tools(**compile, {}, evaluator(key));
+    return tools.evaluate(BenchMode::kBenchmark, "class Model: pass\n", files, built(), true);
+  }
   static CompileResult built() {
     CompileResult r;
     r.artifact_hash = "h";
@@ -82,7 +90,7 @@ class PoolBenchRerun : public ::testing::Test {
 TEST_F(PoolBenchRerun, ARerunAttemptIsServedFromTheBrokersCache) {
   const std::string key = episode_request_key("run-1", "level1/x#0", 1);
   const std::vector<SourceFile> fast = {{"kernels/k.cu", "x"}, {"model_new.py", "# fake: fast\n"}};
-  auto first = evaluator(key)(BenchMode::kBenchmark, "class Model: pass\n", fast, built(), true);
+  auto first = evaluate(key, fast);
   ASSERT_TRUE(first) << first.error().to_string();
   EXPECT_EQ(first->reward_tier, 3);
   EXPECT_EQ(stats().completed, 1u);
@@ -90,7 +98,7 @@ TEST_F(PoolBenchRerun, ARerunAttemptIsServedFromTheBrokersCache) {
 
   // The attempt runs again from scratch (its policy server went away): a fresh evaluator, the
   // same calls. The broker answers from its cache; the bench does not run it again.
-  auto again = evaluator(key)(BenchMode::kBenchmark, "class Model: pass\n", fast, built(), true);
+  auto again = evaluate(key, fast);
   ASSERT_TRUE(again) << again.error().to_string();
   EXPECT_EQ(again->reward_tier, first->reward_tier);
   EXPECT_EQ(again->report, first->report);
@@ -100,7 +108,7 @@ TEST_F(PoolBenchRerun, ARerunAttemptIsServedFromTheBrokersCache) {
   // A rerun that wrote other code gets its own evaluation, never the cached one.
   const std::vector<SourceFile> broken = {{"kernels/k.cu", "x"},
                                           {"model_new.py", "# fake: fail_check\n"}};
-  auto other = evaluator(key)(BenchMode::kBenchmark, "class Model: pass\n", broken, built(), true);
+  auto other = evaluate(key, broken);
   ASSERT_TRUE(other) << other.error().to_string();
   EXPECT_EQ(other->reward_tier, -1);
   EXPECT_EQ(stats().completed, 2u);
