@@ -136,6 +136,10 @@ std::string metrics_text(const RunId& run, const CoordinatorStatus& s,
   out << "cuda_agent_episodes_aborted{" << r << "} " << s.aborted << '\n';
   gauge("cuda_agent_members", "Members the coordinator has heard from and not lost.", "gauge");
   out << "cuda_agent_members{" << r << "} " << s.members << '\n';
+  gauge("cuda_agent_members_degraded",
+        "Live members whose heartbeats report them degraded (a node agent that gave up a process).",
+        "gauge");
+  out << "cuda_agent_members_degraded{" << r << "} " << s.degraded.size() << '\n';
   gauge("cuda_agent_checkpoints", "Checkpoints recorded since the coordinator started.", "gauge");
   out << "cuda_agent_checkpoints{" << r << "} " << s.checkpoints << '\n';
   gauge("cuda_agent_gateway_frames_total", "Frames through the coordinator's gateway.", "counter");

@@ -121,6 +121,7 @@ Expected<std::unique_ptr<NodeAgent>> NodeAgent::start(const Manifest& manifest,
   }
   std::unique_ptr<NodeAgent> agent(new NodeAgent(std::move(options), std::move(*plan)));
   agent->store_dir_ = manifest.paths.store_dir;
+  if (agent->options_.report_to_coordinator) agent->connect_reporter(manifest);
   log_info("node agent starting", {{"host", agent->plan_.host},
                                    {"processes", std::to_string(agent->plan_.processes.size())},
                                    {"log_dir", agent->options_.log_dir}});
@@ -131,6 +132,25 @@ Expected<std::unique_ptr<NodeAgent>> NodeAgent::start(const Manifest& manifest,
   }
   agent->write_status();
   return agent;
+}
+
+void NodeAgent::connect_reporter(const Manifest& manifest) {
+  // Heartbeats only: nothing waits on the coordinator, which may start later or on another node.
+  auto failed = [&](const Error& e) {
+    log_warn("the node agent does not report to the coordinator",
+             {{"host", plan_.host}, {"error", e.to_string()}});
+  };
+  auto curve = client_curve(manifest);
+  if (!curve) return failed(curve.error());
+  auto client = CoordinatorClient::connect(
+      {.endpoint = coordinator_endpoint(manifest),
+       .run = RunId{manifest.run.name},
+       .member = WorkerId{"node-agent/" + plan_.host},
+       .role = MemberRole::kNodeAgent,
+       .heartbeat_interval = std::chrono::milliseconds(manifest.run.heartbeat_interval_ms),
+       .curve = *curve});
+  if (!client) return failed(client.error());
+  reporter_ = std::move(*client);
 }
 
 Status NodeAgent::start_next() {
@@ -270,6 +290,7 @@ NodeStatus NodeAgent::status() const {
 
 void NodeAgent::write_status() {
   next_status_ = Clock::now() + options_.status_interval_ms;
+  if (reporter_) reporter_->set_degraded(state_ == NodeState::kDegraded ? reason_ : "");
   const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                           std::chrono::system_clock::now().time_since_epoch())
                           .count();

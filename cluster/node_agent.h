@@ -23,12 +23,16 @@
 //   launcher's `ssh -tt` goes away) drains: SIGTERM to the processes in reverse start order,
 //   SIGKILL to those alive after `stop_grace_ms`; then the agent exits 0.
 //
-// Reporting: the agent does not report to the coordinator yet. Instead it keeps
+// Reporting: the agent is a member of the run. It heartbeats the coordinator as
+// `node-agent/<host>` (role node_agent, every [run] heartbeat_interval_ms, CURVE as the run's
+// clients), and each heartbeat says whether the node is degraded and why (the processes given
+// up); the coordinator lists degraded members in its status (`train status`, /metrics
+// cuda_agent_members_degraded), and takes a silent agent for suspect, then lost, as any member.
+// Heartbeats wait on nothing: the coordinator may start later or on another node. It also keeps
 // `<log_dir>/node-status.json` current (rewritten atomically on every change and at least every
 // `status_interval_ms`; format below) and logs every start, exit, restart, give-up and state
-// change to stderr (spdlog, core/log.h), which the ssh backend keeps in its per-host log. Left for
-// later: sending that status to the coordinator (membership, so a degraded node's roles are
-// replaced by spares) and taking drain/stop orders from it.
+// change to stderr (spdlog, core/log.h), which the ssh backend keeps in its per-host log. Not
+// built: replacing a degraded node's roles by spares, and drain/stop orders from the coordinator.
 //
 // node-status.json:
 //   {"host": "node-a", "state": "running|degraded|draining|stopped", "reason": "...",
@@ -56,6 +60,7 @@
 #include "cluster/launch_plan.h"
 #include "cluster/local_processes.h"
 #include "cluster/manifest.h"
+#include "coordinator/coordinator_client.h"
 #include "core/error.h"
 
 namespace cuda_agent {
@@ -91,6 +96,8 @@ struct NodeAgentOptions {
   /// What argv[0] "cuda-agent" runs (LocalProcessOptions::cuda_agent_exe): empty for this
   /// executable; tests name a shim. Default: empty.
   std::string cuda_agent_exe;
+  /// Heartbeat the run's coordinator as a member (see "Reporting"). Default: true.
+  bool report_to_coordinator = true;
 };
 
 enum class NodeState : std::uint8_t {
@@ -147,6 +154,7 @@ class NodeAgent {
  private:
   NodeAgent(NodeAgentOptions options, NodePlan plan);
   Status start_next();  // the plan's processes from next_, up to the store wait
+  void connect_reporter(const Manifest& manifest);  // reporter_, or a warning why not
   void handle(const ChildEvent& event);
   void write_status();
 
@@ -164,6 +172,7 @@ class NodeAgent {
   bool ended_ = false;
   int exit_code_ = 0;
   std::chrono::steady_clock::time_point next_status_{};
+  std::unique_ptr<CoordinatorClient> reporter_;  // heartbeats to the coordinator; may be null
 };
 
 /// The node agent's whole life: NodeAgent::start, then poll() every poll_interval_ms until

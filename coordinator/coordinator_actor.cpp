@@ -434,7 +434,15 @@ coordinator_actor::behavior_type coordinator_fn(Self self, CoordinatorOptions op
       },
       [self](submit_atom, TrajectorySubmission& s) { return on_submit(self, s); },
       [self](heartbeat_atom, const Heartbeat& h) {
-        self->state.membership->heard(h.member, h.role, self->clock().now(), true);
+        if (self->state.membership->heard(h.member, h.role, self->clock().now(), true,
+                                          h.degraded)) {
+          if (h.degraded.empty())
+            log_info("coordinator: " + std::string(to_string(h.role)) + " " + h.member.value() +
+                     " reports it is no longer degraded");
+          else
+            log_warn("coordinator: " + std::string(to_string(h.role)) + " " + h.member.value() +
+                     " reports it is degraded: " + h.degraded);
+        }
       },
       [self](attach_learner_atom, learner_peer learner) {
         self->monitor(learner);
@@ -467,6 +475,7 @@ coordinator_actor::behavior_type coordinator_fn(Self self, CoordinatorOptions op
         s.running = k.running;
         s.rejected = k.rejected;
         s.members = st.membership->members().size();
+        s.degraded = st.membership->degraded();
         s.checkpoints = st.checkpoints;
         s.aborted = st.aborted;
         s.failure = st.failure;

@@ -116,7 +116,7 @@ typename Inspector::result_type inspect(Inspector& f, SubmitReply& x) {
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, Heartbeat& x) {
-  return f(caf::meta::type_name("cuda_agent.Heartbeat"), x.member, x.role);
+  return f(caf::meta::type_name("cuda_agent.Heartbeat"), x.member, x.role, x.degraded);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, VersionPublished& x) {
@@ -126,7 +126,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, CoordinatorStatus& x) {
   return f(caf::meta::type_name("cuda_agent.CoordinatorStatus"), x.step, x.version, x.stage,
            x.finished, x.trained, x.stale, x.orphaned, x.waiting, x.in_flight, x.queued, x.accepted,
-           x.running, x.rejected, x.members, x.checkpoints);
+           x.running, x.rejected, x.members, x.checkpoints, x.aborted, x.failure, x.degraded);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, StoreDone& x) {

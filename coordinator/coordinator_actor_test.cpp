@@ -106,6 +106,21 @@ TEST_F(CoordinatorActorTest, TrajectoryIsAcknowledgedOnlyAfterTheStoresCallback)
   EXPECT_EQ(submit("w1", b).status, SubmitStatus::kAcknowledged);
 }
 
+// A node agent's heartbeat that reports its node degraded shows in the status, and leaves it once
+// a later heartbeat says the node is whole again.
+TEST_F(CoordinatorActorTest, ADegradedNodeShowsInTheStatusUntilItReportsHealthy) {
+  start(options(1, 0));
+  caf::anon_send(coord_, heartbeat_atom::value,
+                 Heartbeat{WorkerId{"node-agent/b"}, MemberRole::kNodeAgent, "gave up learner"});
+  sched_->run();
+  CoordinatorStatus s = status();
+  EXPECT_EQ(s.degraded, std::vector<std::string>{"node-agent/b (node_agent): gave up learner"});
+  caf::anon_send(coord_, heartbeat_atom::value,
+                 Heartbeat{WorkerId{"node-agent/b"}, MemberRole::kNodeAgent});
+  sched_->run();
+  EXPECT_TRUE(status().degraded.empty());
+}
+
 // Interleaving: w1 takes an episode and heartbeats once, then goes silent; w2 keeps beating.
 // Suspect after 10 s, lost after 20 s: the episode is queued; w2 reruns it as attempt 2; w1's
 // late attempt 1 is refused; the episode is stored and trained once.

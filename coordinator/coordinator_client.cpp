@@ -82,6 +82,10 @@ class CoordinatorClient::Impl {
   /// `cancellable`: cancel_work_requests() ends it (work requests).
   Expected<CoordinatorBody> call(CoordinatorBody body, const char* what, bool cancellable = false);
   void cancel_work_requests();
+  void set_degraded(std::string why) {
+    Lock lock(mutex_);
+    degraded_ = std::move(why);
+  }
   /// Sends `frame` without waiting for an answer (the learner's answers).
   void post(const CoordinatorFrame& frame);
   /// The next TrainStep / CheckpointRequest from the coordinator, waiting up to `wait`.
@@ -114,6 +118,7 @@ class CoordinatorClient::Impl {
   bool work_cancelled_ = false;  // cancel_work_requests(): work requests end at once
   std::uint64_t seq_ = 0;
   bool attach_sent_ = false;  // serve_learner: the first keep-alive was an AttachLearner
+  std::string degraded_;      // what the next heartbeats report (set_degraded)
   std::deque<Outgoing> outgoing_;
   std::unordered_map<std::string, std::shared_ptr<Waiter>> pending_;
   std::deque<CoordinatorFrame> requests_;  // from the coordinator, for serve_learner
@@ -285,7 +290,7 @@ void CoordinatorClient::Impl::io_loop() {
       Lock lock(mutex_);
       const auto now = Clock::now();
       if (now >= next_beat && !closed_) {
-        CoordinatorBody keep_alive = Heartbeat{options.member, options.role};
+        CoordinatorBody keep_alive = Heartbeat{options.member, options.role, degraded_};
         if (learner_ && !attach_sent_) keep_alive = AttachLearner{options.member};
         attach_sent_ = true;
         outgoing_.push_back(
@@ -349,6 +354,8 @@ CoordinatorClient::CoordinatorClient(std::unique_ptr<Impl> impl) : impl_(std::mo
 CoordinatorClient::~CoordinatorClient() = default;
 
 void CoordinatorClient::cancel_work_requests() { impl_->cancel_work_requests(); }
+
+void CoordinatorClient::set_degraded(std::string why) { impl_->set_degraded(std::move(why)); }
 
 Expected<WorkReply> CoordinatorClient::request_work() {
   return expect<WorkReply>(impl_->call(WorkRequest{impl_->options.member}, "a work request",

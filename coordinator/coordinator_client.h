@@ -87,6 +87,9 @@ class CoordinatorClient {
   /// submissions and status calls go on). A request that already went out may still be carried
   /// out by the coordinator; its episode is then lost with this worker and rerun.
   void cancel_work_requests();
+  /// What this member's heartbeats say from now on of its own degradation (a node agent: the
+  /// processes it gave up); empty: healthy. Safe from any thread.
+  void set_degraded(std::string why);
   /// Submits a finished episode; the reply says whether it is durably stored.
   Expected<SubmitReply> submit(TrajectorySubmission submission);
   /// The coordinator's counters.

@@ -11,11 +11,13 @@ std::string_view to_string(MemberRole role) {
     case MemberRole::kEngine: return "engine";
     case MemberRole::kCompileWorker: return "compile_worker";
     case MemberRole::kBenchWorker: return "bench_worker";
+    case MemberRole::kNodeAgent: return "node_agent";
   }
   return "unknown";
 }
 
-void Membership::heard(const WorkerId& id, MemberRole role, Clock::time_point now, bool heartbeat) {
+bool Membership::heard(const WorkerId& id, MemberRole role, Clock::time_point now, bool heartbeat,
+                       std::string_view degraded) {
   auto [it, inserted] = members_.try_emplace(id);
   Member& m = it->second;
   if (inserted) {
@@ -25,6 +27,18 @@ void Membership::heard(const WorkerId& id, MemberRole role, Clock::time_point no
   m.last_heard = now;
   m.heartbeat_seen = m.heartbeat_seen || heartbeat;
   m.health = MemberHealth::kAlive;
+  if (!heartbeat || m.degraded == degraded) return false;
+  m.degraded = std::string(degraded);
+  return true;
+}
+
+std::vector<std::string> Membership::degraded() const {
+  std::vector<std::string> out;
+  for (const auto& [id, m] : members_) {
+    if (!m.degraded.empty())
+      out.push_back(id.value() + " (" + std::string(to_string(m.role)) + "): " + m.degraded);
+  }
+  return out;
 }
 
 std::vector<Membership::Change> Membership::check(Clock::time_point now) {

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -46,6 +47,8 @@ class Membership {
     Clock::time_point last_heard;
     bool heartbeat_seen = false;
     MemberHealth health = MemberHealth::kAlive;
+    /// What its last heartbeat said of its own degradation; empty: healthy.
+    std::string degraded;
   };
   struct Change {
     WorkerId id;
@@ -55,8 +58,12 @@ class Membership {
 
   explicit Membership(MembershipOptions options) : options_(options) {}
 
-  /// A message from `id` at `now`; `heartbeat` when it was a heartbeat.
-  void heard(const WorkerId& id, MemberRole role, Clock::time_point now, bool heartbeat);
+  /// A message from `id` at `now`; `heartbeat` when it was a heartbeat, which also says whether
+  /// the member is `degraded` (why; empty: healthy). True when that report changed.
+  bool heard(const WorkerId& id, MemberRole role, Clock::time_point now, bool heartbeat,
+             std::string_view degraded = {});
+  /// "<member> (<role>): <why>" for each member whose last heartbeat reported it degraded.
+  std::vector<std::string> degraded() const;
   /// Members whose health got worse since the last check; lost ones are removed.
   std::vector<Change> check(Clock::time_point now);
 

@@ -31,5 +31,25 @@ TEST(Membership, FirstGraceThenSuspectAfterTheTimeoutAndLostAfterTwiceIt) {
   EXPECT_TRUE(m.check(t0 + 400'000ms).empty()) << "lost is reported once";
 }
 
+TEST(Membership, AHeartbeatSaysWhetherItsMemberIsDegradedAndALostOneSaysNothing) {
+  Membership m({.heartbeat_timeout_ms = 10'000ms, .first_heartbeat_grace_ms = 10'000ms});
+  const Clock::time_point t0{};
+  const WorkerId node{"node-agent/node-b"};
+  m.heard(node, MemberRole::kNodeAgent, t0, true);
+  m.heard(WorkerId{"w"}, MemberRole::kRolloutWorker, t0, true);
+  EXPECT_TRUE(m.degraded().empty());
+  m.heard(node, MemberRole::kNodeAgent, t0 + 1s, true, "gave up compile-worker-3");
+  m.heard(WorkerId{"w"}, MemberRole::kRolloutWorker, t0 + 1s, false, "not a heartbeat");
+  EXPECT_EQ(m.degraded(),
+            std::vector<std::string>{"node-agent/node-b (node_agent): gave up compile-worker-3"});
+  m.heard(node, MemberRole::kNodeAgent, t0 + 2s, false);  // a request: the report stands
+  EXPECT_EQ(m.degraded().size(), 1u);
+  m.heard(node, MemberRole::kNodeAgent, t0 + 3s, true);  // restarted healthy
+  EXPECT_TRUE(m.degraded().empty());
+  m.heard(node, MemberRole::kNodeAgent, t0 + 4s, true, "gave up learner");
+  (void)m.check(t0 + 30s);  // lost
+  EXPECT_TRUE(m.degraded().empty());
+}
+
 }  // namespace
 }  // namespace cuda_agent

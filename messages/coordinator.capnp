@@ -23,6 +23,7 @@ enum MemberRole {
   engine @2;         # a policy engine serving rollout workers
   compileWorker @3;  # a compile farm worker
   benchWorker @4;    # a GPU bench worker
+  nodeAgent @5;      # a node agent: keeps one node's processes running (cluster/node_agent.h)
 }
 
 # What became of a submitted trajectory.
@@ -77,6 +78,8 @@ struct SubmitReply {
 struct Heartbeat {
   member @0 :Text;       # the member's id
   role @1 :MemberRole;   # what it is
+  degraded @2 :Text;     # why the member works below its plan (a node agent: the processes it
+                         # gave up); empty: healthy
 }
 
 # Client -> coordinator: send me a CoordinatorStatus. Empty; a struct so it can grow.
@@ -102,6 +105,8 @@ struct CoordinatorStatus {
   checkpoints @14 :UInt64;   # checkpoints written, over the run
   aborted @15 :UInt64;       # episodes stored aborted since this coordinator started
   failure @16 :Text;         # why the run cannot go on; empty while it can
+  degraded @17 :List(Text);  # "<member> (<role>): <why>" for each live member reporting itself
+                             # degraded
 }
 
 # Learner -> coordinator: this process offers itself as the run's learner. No reply; the

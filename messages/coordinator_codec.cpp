@@ -55,7 +55,7 @@ Error bad_field(const char* field, const std::string& what) {
 // submit status or role it does not know (coordinator.capnp: a new one raises formatVersion).
 Expected<MemberRole> role_from_wire(wire::MemberRole w, const char* field) {
   const auto v = static_cast<std::uint16_t>(w);
-  if (v > static_cast<std::uint16_t>(MemberRole::kBenchWorker)) {
+  if (v > static_cast<std::uint16_t>(MemberRole::kNodeAgent)) {
     return bad_field(field, "member role " + std::to_string(v) + " is unknown to this build");
   }
   return static_cast<MemberRole>(v);
@@ -113,6 +113,7 @@ struct BodyWriter {
     auto out = body.initHeartbeat();
     out.setMember(text(in.member.value()));
     out.setRole(enum_to_wire<wire::MemberRole>(in.role));
+    out.setDegraded(text(in.degraded));
   }
   void operator()(const StatusRequest&) { body.initStatusRequest(); }
   void operator()(const CoordinatorStatus& in) {
@@ -134,6 +135,8 @@ struct BodyWriter {
     out.setCheckpoints(in.checkpoints);
     out.setAborted(in.aborted);
     out.setFailure(in.failure);
+    auto degraded = out.initDegraded(static_cast<unsigned>(in.degraded.size()));
+    for (unsigned i = 0; i < in.degraded.size(); ++i) degraded.set(i, text(in.degraded[i]));
   }
   void operator()(const AttachLearner& in) {
     body.initAttachLearner().setLearner(text(in.learner.value()));
@@ -263,6 +266,7 @@ Expected<CoordinatorBody> read_status(wire::CoordinatorStatus::Reader in) {
   out.checkpoints = in.getCheckpoints();
   out.aborted = in.getAborted();
   out.failure = in.getFailure();
+  for (auto d : in.getDegraded()) out.degraded.push_back(str(d));
   return CoordinatorBody{std::move(out)};
 }
 
@@ -312,7 +316,7 @@ Expected<CoordinatorBody> read_body(WireBody::Reader body) {
     case WireBody::HEARTBEAT: {
       auto in = body.getHeartbeat();
       ASSIGN_OR_RETURN(MemberRole role, role_from_wire(in.getRole(), "Heartbeat.role"));
-      return CoordinatorBody{Heartbeat{WorkerId{str(in.getMember())}, role}};
+      return CoordinatorBody{Heartbeat{WorkerId{str(in.getMember())}, role, str(in.getDegraded())}};
     }
     case WireBody::STATUS_REQUEST: return CoordinatorBody{StatusRequest{}};
     case WireBody::COORDINATOR_STATUS: return read_status(body.getCoordinatorStatus());

@@ -72,6 +72,7 @@ struct BodyEq {
   void operator()(const Heartbeat& a) const {
     EXPECT_EQ(a.member, peer<Heartbeat>().member);
     EXPECT_EQ(a.role, peer<Heartbeat>().role);
+    EXPECT_EQ(a.degraded, peer<Heartbeat>().degraded);
   }
   void operator()(const StatusRequest&) const { EXPECT_NO_THROW(peer<StatusRequest>()); }
   void operator()(const CoordinatorStatus& a) const {
@@ -91,6 +92,7 @@ struct BodyEq {
     EXPECT_EQ(a.rejected, b.rejected);
     EXPECT_EQ(a.members, b.members);
     EXPECT_EQ(a.checkpoints, b.checkpoints);
+    EXPECT_EQ(a.degraded, b.degraded);
   }
   void operator()(const AttachLearner& a) const {
     EXPECT_EQ(a.learner, peer<AttachLearner>().learner);

@@ -42,6 +42,7 @@ enum class MemberRole : std::uint8_t {
   kEngine = 2,
   kCompileWorker = 3,
   kBenchWorker = 4,
+  kNodeAgent = 5,  ///< cluster/node_agent.h: one node's processes, reported as one member
 };
 
 /// What a rollout worker is told to run.
@@ -88,6 +89,8 @@ struct SubmitReply {
 struct Heartbeat {
   WorkerId member;
   MemberRole role = MemberRole::kRolloutWorker;
+  /// Why the member works below its plan (a node agent: the processes it gave up); empty: healthy.
+  std::string degraded;
 };
 
 /// Sent to subscribers once a version is durable.
@@ -112,6 +115,8 @@ struct CoordinatorStatus {
   std::uint64_t aborted = 0;
   /// Why the run cannot go on (e.g. every recent episode aborted); empty while it can.
   std::string failure;
+  /// "<member> (<role>): <why>" for each live member whose heartbeats report it degraded.
+  std::vector<std::string> degraded;
 };
 
 /// One learner step: train on these episodes, starting from `version`.

@@ -318,6 +318,9 @@ std::vector<CoordinatorFrame> coordinator_frames() {
   status.rejected = 911;
   status.members = 9;
   status.checkpoints = 6;
+  status.degraded = {
+      "node-agent/node-b (node_agent): gave up compile-worker-3 (exit 1, 5 restarts "
+      "in 10 min)"};
   return {
       frame("w-1", WorkRequest{WorkerId{"rollout-gpu2"}}),
       frame("w-2", WorkReply{true,
@@ -329,6 +332,8 @@ std::vector<CoordinatorFrame> coordinator_frames() {
       frame("s-2", SubmitReply{EpisodeId{"run-2026-12-02-ppo/ep00000417"},
                                SubmitStatus::kStoreFailed, "store write failed: disk full"}),
       frame("h-1", Heartbeat{WorkerId{"learner-rank0-gpu0"}, MemberRole::kBenchWorker}),
+      frame("h-2", Heartbeat{WorkerId{"node-agent/node-b"}, MemberRole::kNodeAgent,
+                             "gave up compile-worker-3"}),
       frame("q-1", StatusRequest{}),
       frame("q-2", status),
       frame("l-1", AttachLearner{WorkerId{"learner-rank0-gpu0"}}),
@@ -350,6 +355,9 @@ std::vector<CoordinatorFrame> coordinator_frames() {
       frame("v-1", VersionPublished{PolicyVersion{122}, 120, EpisodeStage::kSingleTurnWarmup}),
       frame("t-3", CoordinatorFailure{make_error(ErrorCategory::kUnavailable, "learner.step_failed",
                                                  "rank 3: CUDA out of memory")}),
+      // Beyond one of each kind (DefaultBodiesAndExtremeValuesRoundTrip takes the first of each):
+      frame("h-2", Heartbeat{WorkerId{"node-agent/node-b"}, MemberRole::kNodeAgent,
+                             "gave up compile-worker-3"}),
   };
 }
 

@@ -2,16 +2,20 @@
 // shim of tests/node_agent_fixture.h: plan-order start behind the coordinator's store, one log per
 // process, restarts with a doubling backoff, a degraded node past the bound (and at once on exit
 // 3) whose other processes keep running, SIGTERM draining to exit 0 with nothing left, the agent's
-// SIGKILL taking its processes with it, the coordinator's finish ending the node, and an unknown
-// host refused with the manifest's hosts.
+// SIGKILL taking its processes with it, the coordinator's finish ending the node, an unknown
+// host refused with the manifest's hosts, and the agent's heartbeats reaching the coordinator's
+// port with its node's degradation.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <set>
 
+#include <zmq.hpp>
+
 #include "cli_runner.h"
 #include "cluster/manifest.h"
 #include "cluster/node_agent.h"
+#include "messages/coordinator_codec.h"
 #include "node_agent_fixture.h"
 
 namespace cuda_agent {
@@ -246,6 +250,86 @@ TEST(NodeAgent, AnUnknownHostIsRefusedNamingTheManifestsHosts) {
   EXPECT_NE(r.output.find("'node-z'"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("node-x, node-y"), std::string::npos) << r.output;
   EXPECT_FALSE(fs::exists(run.tree.path / "journal"));  // nothing started
+}
+
+// The agent heartbeats the coordinator as a member of the run (role node_agent): healthy first,
+// then, once it gave a process up, with the reason. The coordinator here is a bare ROUTER on the
+// manifest's coordinator port that decodes what arrives.
+TEST(NodeAgent, HeartbeatsTheCoordinatorWithItsNodesDegradation) {
+  zmq::context_t context(1);
+  zmq::socket_t coordinator(context, zmq::socket_type::router);
+  coordinator.set(zmq::sockopt::linger, 0);
+  coordinator.bind("tcp://127.0.0.1:*");
+  const std::string bound = coordinator.get(zmq::sockopt::last_endpoint);
+  const std::string port = bound.substr(bound.rfind(':') + 1);
+
+  TempTree tree{"ca_node_agent_report"};
+  const fs::path manifest_path = tree.path / "run.toml";
+  write_file(manifest_path, "[run]\nname = \"report-test\"\nport_base = " + port +
+                                "\nheartbeat_interval_ms = 200\n[store]\ndir = \"store\"\n"
+                                "[[nodes]]\nhost = \"localhost\"\ngpus = 0\n"
+                                "roles = [\"coordinator\", \"compile\"]\ncompile_workers = 1\n");
+  write_file(tree.path / "role-shim", kRoleShim, true);
+  ::setenv("ROLE_SHIM_DIR", tree.path.c_str(), 1);
+  ::setenv("SHIM_STORE", (tree.path / "store").c_str(), 1);
+  auto m = load_manifest(manifest_path);
+  ASSERT_TRUE(m) << m.error().message;
+  auto plan = node_plan_for_host(*m, manifest_path.string(), "localhost");
+  ASSERT_TRUE(plan) << plan.error().message;
+  std::string worker;
+  for (const ProcessSpec& p : plan->processes)
+    if (p.name.find("compile-worker") == 0) worker = p.name;
+  ASSERT_FALSE(worker.empty());
+
+  auto agent = NodeAgent::start(*m, {.host = "localhost",
+                                     .manifest_path_for_argv = manifest_path.string(),
+                                     .log_dir = (tree.path / "logs").string(),
+                                     .cuda_agent_exe = (tree.path / "role-shim").string()});
+  ASSERT_TRUE(agent) << agent.error().to_string();
+  // Reads heartbeats for up to `timeout` while the agent polls; the last one seen.
+  auto next_heartbeat = [&](const std::function<bool(const Heartbeat&)>& wanted,
+                            std::chrono::milliseconds timeout) -> std::optional<Heartbeat> {
+    const auto until = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < until) {
+      (*agent)->poll();
+      zmq::pollitem_t item{coordinator.handle(), 0, ZMQ_POLLIN, 0};
+      zmq::poll(&item, 1, std::chrono::milliseconds(50));
+      if (!(item.revents & ZMQ_POLLIN)) continue;
+      zmq::message_t routing, frame;
+      (void)coordinator.recv(routing);
+      (void)coordinator.recv(frame);
+      auto decoded = decode_coordinator_frame(frame.to_string_view());
+      EXPECT_TRUE(decoded) << decoded.error().to_string();
+      if (!decoded) continue;
+      EXPECT_EQ(decoded->run_id, RunId{"report-test"});
+      const auto* h = std::get_if<Heartbeat>(&decoded->body);
+      if (h != nullptr && wanted(*h)) return *h;
+    }
+    return std::nullopt;
+  };
+  auto healthy = next_heartbeat([](const Heartbeat&) { return true; }, 10s);
+  ASSERT_TRUE(healthy) << "no heartbeat from the node agent";
+  EXPECT_EQ(healthy->member, WorkerId{"node-agent/localhost"});
+  EXPECT_EQ(healthy->role, MemberRole::kNodeAgent);
+  EXPECT_EQ(healthy->degraded, "");
+
+  write_file(tree.path / ("fatal-" + worker), "");  // its next start exits 3: given up at once
+  pid_t pid = -1;
+  const bool started = wait_until(
+      [&] {
+        (*agent)->poll();
+        for (const ChildInfo& c : (*agent)->status().processes)
+          if (c.name == worker) pid = c.pid;
+        return pid > 0;
+      },
+      20s);
+  ASSERT_TRUE(started) << worker << " did not start behind the coordinator's store";
+  ::kill(pid, SIGKILL);
+  auto degraded = next_heartbeat([](const Heartbeat& h) { return !h.degraded.empty(); }, 20s);
+  ASSERT_TRUE(degraded) << "no heartbeat reported the node degraded; node state "
+                        << to_string((*agent)->status().state);
+  EXPECT_NE(degraded->degraded.find(worker), std::string::npos) << degraded->degraded;
+  (*agent)->drain("test over");
 }
 
 }  // namespace
