@@ -19,10 +19,21 @@ double jittered(std::mt19937_64& rng, double ms, double sigma) {
 class Slot : public std::enable_shared_from_this<Slot> {
  public:
   Slot(World& world, EventLoop& loop, RolloutWorker& worker, std::uint64_t seed)
-      : world_(world), loop_(loop), worker_(worker), rng_(seed) {}
+      : world_(world), loop_(loop), worker_(worker), rng_(seed) {
+    std::lock_guard lock(worker_.mutex);
+    index_ = worker_.slots++;
+  }
 
   void ask() {
     if (world_.stopping) return;
+    auto me = shared_from_this();
+    {
+      std::lock_guard lock(worker_.mutex);
+      if (!worker_.turn.may_ask(index_)) {
+        worker_.waiting.push_back([me] { me->ask(); });
+        return;
+      }
+    }
     const auto t0 = Clock::now();
     Expected<WorkReply> reply = worker_.coordinator->request_work();
     const double ms = ms_since(t0);
@@ -33,6 +44,12 @@ class Slot : public std::enable_shared_from_this<Slot> {
       loop_.after_ms(1000, [self] { self->ask(); });
       return;
     }
+    std::vector<std::function<void()>> wake;
+    {
+      std::lock_guard lock(worker_.mutex);
+      if (worker_.turn.answered(index_, reply->assigned)) wake.swap(worker_.waiting);
+    }
+    for (auto& w : wake) loop_.after_ms(0, std::move(w));
     if (!reply->assigned) {
       world_.admission.add(ms);
       if (reply->reason == "run finished")
@@ -181,6 +198,7 @@ class Slot : public std::enable_shared_from_this<Slot> {
   Assignment assignment_;
   std::int64_t turns_left_ = 0, turns_ = 0, tokens_ = 0;
   bool resubmitting_ = false;
+  std::int64_t index_ = 0;  // among the worker's slots
 };
 
 }  // namespace

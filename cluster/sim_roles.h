@@ -28,6 +28,7 @@
 #include "cluster/manifest.h"
 #include "cluster/sim.h"
 #include "coordinator/coordinator_client.h"
+#include "rollout/admission_turn.h"
 
 namespace cuda_agent::sim {
 
@@ -193,9 +194,14 @@ struct RolloutWorker {
   WorkerId id;
   std::unique_ptr<CoordinatorClient> coordinator;
   std::unique_ptr<PoolClient> compile, bench;
-  std::mutex mutex;
+  std::mutex mutex;  // guards what follows
   std::uint64_t synced_version = 0;
   Clock::time_point sync_until{};
+  /// As the real loop: one slot polls while admission is closed (rollout/admission_turn.h); the
+  /// others wait here and ask once its assignment opens admission.
+  AdmissionTurn turn;
+  std::vector<std::function<void()>> waiting;
+  std::int64_t slots = 0;  // slot indices handed out
 };
 
 /// Starts one episode slot of `worker` after `delay_ms`: it asks for work, runs the episode's

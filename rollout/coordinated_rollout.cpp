@@ -293,11 +293,30 @@ AssignmentResult CoordinatedRollout::run_assignment(const RunId& run, const Assi
   }
 }
 
-void CoordinatedRollout::slot(const RunId& run, const CoordinatedHooks& hooks, GenerationGate& gate,
-                              Shared& shared) {
+void CoordinatedRollout::slot(std::int64_t index, const RunId& run, const CoordinatedHooks& hooks,
+                              GenerationGate& gate, Shared& shared) {
   std::int64_t pause = options_.retry_initial_ms;
   std::optional<Clock::time_point> failing_since;
+  // Leaving, this slot hands the worker's poll to another (rollout/admission_turn.h).
+  struct Leave {
+    CoordinatedRollout& loop;
+    std::int64_t index;
+    ~Leave() {
+      bool wake = false;
+      {
+        std::lock_guard lock(loop.mutex_);
+        wake = loop.turn_.leave(index);
+      }
+      if (wake) loop.wake_.notify_all();
+    }
+  } leave{*this, index};
   while (!stop_ && !finished_) {
+    {
+      // While admission is closed one slot asks for the worker; the others wait for its answer.
+      std::unique_lock lock(mutex_);
+      wake_.wait(lock, [&] { return stop_.load() || finished_.load() || turn_.may_ask(index); });
+      if (stop_ || finished_) return;
+    }
     Expected<WorkReply> reply = source_.request_work();
     if (!reply && stop_) return;  // cancelled by request_stop()
     if (!reply) {
@@ -332,10 +351,20 @@ void CoordinatedRollout::slot(const RunId& run, const CoordinatedHooks& hooks, G
       }
       log_debug("no work now", {{"reason", reply->reason},
                                 {"retry_after_ms", std::to_string(reply->retry_after_ms)}});
+      {
+        std::lock_guard lock(mutex_);
+        (void)turn_.answered(index, false);
+      }
       idle(std::clamp<std::int64_t>(reply->retry_after_ms, options_.retry_initial_ms,
                                     options_.max_idle_wait_ms));
       continue;
     }
+    bool opened = false;
+    {
+      std::lock_guard lock(mutex_);
+      opened = turn_.answered(index, true);
+    }
+    if (opened) wake_.notify_all();  // the slots waiting on this one's poll ask now
     if (hooks.on_assigned) hooks.on_assigned(reply->assignment);
     AssignmentResult r = run_assignment(run, reply->assignment, gate);
     {
@@ -359,7 +388,7 @@ CoordinatedReport CoordinatedRollout::run(const RunId& run, const CoordinatedHoo
   Shared shared;
   std::vector<std::thread> threads;
   for (std::int64_t k = 0; k < options_.concurrent_episodes; ++k)
-    threads.emplace_back([&] { slot(run, hooks, gate, shared); });
+    threads.emplace_back([&, k] { slot(k, run, hooks, gate, shared); });
   for (std::thread& t : threads) t.join();
   shared.report.max_concurrent_generations = gate.max_running();
   return shared.report;

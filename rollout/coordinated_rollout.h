@@ -21,6 +21,9 @@
 //                   episode_sampling_seed(run, episode) (policy calls bounded across slots by
 //                   `generation_slots`, rollout/generation_gate.h), build its EpisodeRecord
 //                   (episode_record() in rollout_worker.h), submit it.
+// While admission is closed ("none now"), the slot that got it asks again for the whole worker
+// and the other idle slots wait for its answer (rollout/admission_turn.h): one poll per worker
+// per retry hint, not one per idle slot; its assignment wakes them to ask at once.
 //
 // Determinism: every policy call of an episode asks for a seed derived from the run and episode
 // ids alone (episode_sampling_seed, plus the turn index: rollout/episode.cpp), so a rerun of the
@@ -78,6 +81,7 @@
 #include "core/error.h"
 #include "core/ids.h"
 #include "messages/coordinator_protocol.h"
+#include "rollout/admission_turn.h"
 #include "rollout/rollout_worker.h"
 
 namespace cuda_agent {
@@ -203,7 +207,8 @@ class CoordinatedRollout {
 
  private:
   struct Shared;  // counters and the first error, across slots (coordinated_rollout.cpp)
-  void slot(const RunId& run, const CoordinatedHooks& hooks, GenerationGate& gate, Shared& shared);
+  void slot(std::int64_t index, const RunId& run, const CoordinatedHooks& hooks,
+            GenerationGate& gate, Shared& shared);
   AssignmentResult run_assignment(const RunId& run, const Assignment& a, GenerationGate& gate);
   /// Submits until acknowledged, dropped or past the deadline.
   void submit(AssignmentResult& result, EpisodeRecord record);
@@ -219,8 +224,9 @@ class CoordinatedRollout {
   PolicyProbe policy_probe_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> finished_{false};  // some slot saw "run finished"
-  std::mutex mutex_;                   // guards nothing but the condition's wait
+  std::mutex mutex_;                   // guards turn_ and the condition's wait
   std::condition_variable wake_;
+  AdmissionTurn turn_;  // one poll per worker while admission is closed
 };
 
 }  // namespace cuda_agent

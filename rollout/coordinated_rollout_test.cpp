@@ -15,6 +15,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <thread>
 
 #include "rollout/rollout_test_fakes.h"
 
@@ -213,6 +214,51 @@ TEST(CoordinatedRollout, RunsAssignmentsAndSubmitsExactTrajectories) {
     EXPECT_EQ(s.baselines.size(), 1u);
   }
   EXPECT_EQ(ids.size(), 5u);
+}
+
+// A coordinator whose admission stays closed for the first `closed` requests: it records which
+// thread asked each of them, then hands out `episodes` assignments, then "run finished".
+class ClosedAdmissionSource final : public WorkSource {
+ public:
+  ClosedAdmissionSource(int closed, int episodes) : closed_(closed), episodes_(episodes) {}
+  Expected<WorkReply> request_work() override {
+    std::lock_guard lock(mutex_);
+    if (asked_.size() < static_cast<std::size_t>(closed_)) {
+      asked_.push_back(std::this_thread::get_id());
+      return none_now(20);
+    }
+    if (assigned_ < episodes_) return assigned(assigned_++);
+    return WorkReply{.reason = "run finished"};
+  }
+  Expected<SubmitReply> submit(const TrajectorySubmission& s) override {
+    return SubmitReply{.episode_id = s.episode.episode_id, .status = SubmitStatus::kAcknowledged};
+  }
+  std::vector<std::thread::id> asked() const {
+    std::lock_guard lock(mutex_);
+    return asked_;
+  }
+
+ private:
+  const int closed_, episodes_;
+  mutable std::mutex mutex_;
+  std::vector<std::thread::id> asked_;
+  int assigned_ = 0;
+};
+
+// While admission is closed, one slot polls for the worker (rollout/admission_turn.h): after the
+// first answers of the slots that asked together, every "none now" goes to the same slot; its
+// assignment wakes the others, and every episode still runs.
+TEST(CoordinatedRollout, WhileAdmissionIsClosedOneSlotPollsForTheWorker) {
+  ClosedAdmissionSource source(/*closed=*/14, /*episodes=*/6);
+  CoordinatedRollout loop(source, fake_prepare(), options(4));
+  const CoordinatedReport r = loop.run(RunId{"run-1"}, {});
+  EXPECT_EQ(r.acknowledged, 6u);
+  EXPECT_TRUE(r.run_finished);
+  const std::vector<std::thread::id> asked = source.asked();
+  ASSERT_EQ(asked.size(), 14u);
+  // The first four may come from the four slots asking at once; from the fifth on, one poller.
+  const std::set<std::thread::id> pollers(asked.begin() + 4, asked.end());
+  EXPECT_EQ(pollers.size(), 1u) << "idle slots polled on their own while admission was closed";
 }
 
 TEST(CoordinatedRollout, NoneNowIsAskedAgainAndFinishedEndsEverySlot) {
