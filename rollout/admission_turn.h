@@ -35,15 +35,19 @@ class AdmissionTurn {
   /// The coordinator answered `slot`. Returns true when the slots waiting should ask now: an
   /// assignment opened admission. "None now" closes it, and `slot` polls for the worker.
   bool answered(std::int64_t slot, bool assigned) {
-    if (assigned) {
-      const bool was_closed = closed_;
-      closed_ = false;
-      poller_.reset();
-      return was_closed;
-    }
+    if (assigned) return reopen();
     closed_ = true;
     poller_ = slot;
     return false;
+  }
+  /// Every slot asks for itself again (an assignment came, or the coordinator could not be
+  /// reached: each slot then retries and gives up on its own deadline, as without a turn).
+  /// Returns true when slots were waiting on a poller.
+  bool reopen() {
+    const bool was_closed = closed_;
+    closed_ = false;
+    poller_.reset();
+    return was_closed;
   }
   /// `slot` stops asking (it stopped, or failed): another slot may take the poll over.
   bool leave(std::int64_t slot) {

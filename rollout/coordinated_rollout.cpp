@@ -320,6 +320,12 @@ void CoordinatedRollout::slot(std::int64_t index, const RunId& run, const Coordi
     Expected<WorkReply> reply = source_.request_work();
     if (!reply && stop_) return;  // cancelled by request_stop()
     if (!reply) {
+      bool reopened = false;
+      {
+        std::lock_guard lock(mutex_);
+        reopened = turn_.reopen();  // no poll for the others: each retries on its own deadline
+      }
+      if (reopened) wake_.notify_all();
       const auto now = Clock::now();
       if (!failing_since) failing_since = now;
       if (now - *failing_since >= Ms(options_.request_deadline_ms)) {

@@ -479,6 +479,26 @@ TEST(CoordinatedRollout, AnUnreachableCoordinatorEndsTheLoopWithItsError) {
   EXPECT_FALSE(r.run_finished);
 }
 
+// The coordinator goes away while admission is closed: the poll is not handed from slot to slot
+// (each would wait out its own deadline in turn); every slot retries and gives up together.
+TEST(CoordinatedRollout, ACoordinatorLostWhileAdmissionIsClosedEndsEverySlotAtOnce) {
+  ScriptedWorkSource source;
+  for (int k = 0; k < 8; ++k) source.script.push_back(none_now(5));
+  for (int k = 0; k < 100'000; ++k)
+    source.script.push_back(
+        make_error(ErrorCategory::kUnavailable, "coordinator.unreachable", "connection refused"));
+  CoordinatedRolloutOptions o = options(8);
+  o.request_deadline_ms = 400;
+  CoordinatedRollout loop(source, fake_prepare(), o);
+  const auto t0 = std::chrono::steady_clock::now();
+  const CoordinatedReport r = loop.run(RunId{"run-1"});
+  const auto took = std::chrono::steady_clock::now() - t0;
+  ASSERT_TRUE(r.error);
+  EXPECT_EQ(r.error->code, "coordinator.unreachable");
+  // One slot after another would take 8 x 400 ms; together, about one deadline.
+  EXPECT_LT(took, std::chrono::milliseconds(2'400));
+}
+
 // The engine is killed during the episode's second policy call: the aborted run is not
 // submitted; once the server answers /health again (the third probe), the same assignment runs
 // from a fresh prepare, with the same seeds, and only that run is submitted.
