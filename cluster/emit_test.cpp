@@ -212,13 +212,15 @@ TEST(EmitSlurmTest, ScriptRunsEveryStepWithQuotedArguments) {
   EXPECT_THAT(files[0].text, HasSubstr("#SBATCH hetjob"));  // 2 and 4 GPUs: two components
   EXPECT_THAT(files[0].text, HasSubstr("#SBATCH --job-name=Odd_Run.1\n"));
 
-  // A fake srun that records its arguments, one per bracket, and the environment it was given.
+  // A fake srun that records its arguments, one per bracket, and the environment it was given,
+  // as one line in one write: the script starts its steps together, and two sruns writing a line
+  // in pieces interleaved them (a flaky failure seen in CI-like load).
   fs::create_directories(dir.path() / "bin");
   std::ofstream(dir.path() / "bin/srun")
       << "#!/bin/sh\n"
-         "{ printf '[%s]' \"$@\"; printf ' NCCL_SOCKET_IFNAME=[%s] CONTROL=[%s] NVLS=[%s]\\n' "
-         "\"$NCCL_SOCKET_IFNAME\" \"$CUDA_AGENT_CONTROL_INTERFACE\" \"$NCCL_NVLS_ENABLE\"; } "
-         ">> \"$SRUN_LOG\"\n";
+         "line=$(printf '[%s]' \"$@\"; printf ' NCCL_SOCKET_IFNAME=[%s] CONTROL=[%s] NVLS=[%s]' "
+         "\"$NCCL_SOCKET_IFNAME\" \"$CUDA_AGENT_CONTROL_INTERFACE\" \"$NCCL_NVLS_ENABLE\")\n"
+         "printf '%s\\n' \"$line\" >> \"$SRUN_LOG\"\n";
   fs::permissions(dir.path() / "bin/srun", fs::perms::owner_all);
   auto [rc, out] =
       run_shell("cd " + quote(dir.path()) + " && SRUN_LOG=" + quote(dir.path() / "srun.log") +
