@@ -26,30 +26,33 @@ class Slot : public std::enable_shared_from_this<Slot> {
 
   void ask() {
     if (world_.stopping) return;
-    auto me = shared_from_this();
+    auto self = shared_from_this();
     {
       std::lock_guard lock(worker_.mutex);
       if (!worker_.turn.may_ask(index_)) {
-        worker_.waiting.push_back([me] { me->ask(); });
+        worker_.waiting.push_back([self] { self->ask(); });
         return;
       }
     }
     const auto t0 = Clock::now();
     Expected<WorkReply> reply = worker_.coordinator->request_work();
     const double ms = ms_since(t0);
-    auto self = shared_from_this();
+    // As the real loop: an assignment, or a coordinator that could not be reached, lets the slots
+    // waiting on this one's poll ask for themselves; "none now" keeps them waiting.
+    std::vector<std::function<void()>> wake;
+    {
+      std::lock_guard lock(worker_.mutex);
+      const bool open =
+          reply ? worker_.turn.answered(index_, reply->assigned) : worker_.turn.reopen();
+      if (open) wake.swap(worker_.waiting);
+    }
+    for (auto& w : wake) loop_.after_ms(0, std::move(w));
     if (!reply) {
       if (world_.stopping) return;
       world_.fail(worker_.id.value() + " work request: " + reply.error().to_string());
       loop_.after_ms(1000, [self] { self->ask(); });
       return;
     }
-    std::vector<std::function<void()>> wake;
-    {
-      std::lock_guard lock(worker_.mutex);
-      if (worker_.turn.answered(index_, reply->assigned)) wake.swap(worker_.waiting);
-    }
-    for (auto& w : wake) loop_.after_ms(0, std::move(w));
     if (!reply->assigned) {
       world_.admission.add(ms);
       if (reply->reason == "run finished")
