@@ -37,6 +37,7 @@
 #include "cluster/local_processes.h"
 #include "cluster/manifest.h"
 #include "cluster/manifest_overrides.h"
+#include "coordinator/coordinator_client.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "gpu_bench/device_probe.h"
@@ -657,6 +658,33 @@ int run_train(const TrainArgs& a, StopSignals& signals) {
   return exit_code;
 }
 
+// What the run's live coordinator says of its members, asked by a status-only client (no
+// heartbeats: it never joins the run) within 2 s; nullopt with `why` when none answered.
+std::optional<CoordinatorStatus> live_status(const Manifest& m, std::string& why) {
+  auto curve = client_curve(m);
+  if (!curve) {
+    why = curve.error().message;
+    return std::nullopt;
+  }
+  auto client =
+      CoordinatorClient::connect({.endpoint = coordinator_endpoint(m),
+                                  .run = RunId{m.run.name},
+                                  .member = WorkerId{"train-status-" + std::to_string(::getpid())},
+                                  .request_timeout = std::chrono::milliseconds(2'000),
+                                  .curve = *curve,
+                                  .heartbeats = false});
+  if (!client) {
+    why = client.error().message;
+    return std::nullopt;
+  }
+  auto s = (*client)->status();
+  if (!s) {
+    why = "no coordinator answered at " + coordinator_endpoint(m) + " within 2 s";
+    return std::nullopt;
+  }
+  return *s;
+}
+
 int run_status(const TrainArgs& a, bool json) {
   auto setup = settle_run(a);
   if (!setup) return report(setup.error());
@@ -678,12 +706,18 @@ int run_status(const TrainArgs& a, bool json) {
                              "run '" + run.value() + "' has not recorded a step yet in " + so.dir));
   }
   const CoordinatorStateRecord cs = p->run->coordinator_state.value_or(CoordinatorStateRecord{});
-  // What the run was started with (its directory's manifest), not today's defaults.
-  auto staleness = static_cast<std::uint64_t>(r.manifest.learner.staleness);
+  // What the run was started with (its directory's manifest), not today's defaults: its
+  // staleness bound, and its coordinator's port.
+  Manifest started = r.manifest;
   if (auto text = read_text(r.manifest_copy); text) {
     if (auto used = parse_manifest(*text, r.manifest_copy.string(), r.run_dir); used)
-      staleness = static_cast<std::uint64_t>(used->learner.staleness);
+      started = std::move(*used);
   }
+  const auto staleness = static_cast<std::uint64_t>(started.learner.staleness);
+  // A run that has not finished may be running now: its coordinator knows the live members.
+  std::string no_live;
+  const std::optional<CoordinatorStatus> live =
+      p->run->state == "finished" ? std::nullopt : live_status(started, no_live);
   if (json) {
     nlohmann::json j = {{"run", run.value()},
                         {"state", p->run->state},
@@ -711,6 +745,7 @@ int run_status(const TrainArgs& a, bool json) {
     const IdleShares idle = read_idle(**store, run);
     j["idle"] = idle.by_role;
     j["idle_seconds"] = idle.seconds;
+    if (live) j["live"] = {{"members", live->members}, {"degraded", live->degraded}};
     std::printf("%s\n", j.dump().c_str());
     return 0;
   }
@@ -731,6 +766,14 @@ int run_status(const TrainArgs& a, bool json) {
         "  idle share of wall time over %.0f s: learner %.2f, rollout %.2f (no episode in "
         "flight); the bench GPU's is not measured by the coordinator\n",
         idle.seconds, idle.by_role.at("learner"), idle.by_role.at("rollout"));
+  }
+  if (live) {
+    std::printf("  live: %llu members heard from%s\n",
+                static_cast<unsigned long long>(live->members),
+                live->degraded.empty() ? ", none degraded" : "; degraded:");
+    for (const std::string& d : live->degraded) std::printf("    %s\n", d.c_str());
+  } else if (p->run->state != "finished") {
+    std::printf("  live: %s\n", no_live.c_str());
   }
   if (r.compile_only) std::printf("%s\n", kCompileOnlyNote);
   std::printf("%s", reward_curve(*p, r.compile_only).c_str());

@@ -289,7 +289,7 @@ void CoordinatorClient::Impl::io_loop() {
     {
       Lock lock(mutex_);
       const auto now = Clock::now();
-      if (now >= next_beat && !closed_) {
+      if (options.heartbeats && now >= next_beat && !closed_) {
         CoordinatorBody keep_alive = Heartbeat{options.member, options.role, degraded_};
         if (learner_ && !attach_sent_) keep_alive = AttachLearner{options.member};
         attach_sent_ = true;

@@ -69,6 +69,9 @@ struct CoordinatorClientOptions {
   /// CURVE keys when the coordinator is secured (cluster/launch_plan.h client_curve); nullopt:
   /// plain TCP.
   std::optional<CurveClientKeys> curve;
+  /// False: a status-only client (`train status`), which sends no heartbeats and so never joins
+  /// the run's membership (it asks status() only). Default: true.
+  bool heartbeats = true;
 };
 
 class CoordinatorClient {

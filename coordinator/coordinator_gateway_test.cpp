@@ -236,6 +236,31 @@ TEST_F(GatewayTest, WorkerGetsWorkSubmitsAndIsAcknowledged) {
   EXPECT_GE(s->members, 1u);  // the worker, heard from its requests and heartbeats
 }
 
+// A status-only client (no heartbeats, only status calls) is never counted as a member, while a
+// worker's heartbeats make it one.
+TEST_F(GatewayTest, AStatusOnlyClientIsNoMember) {
+  start();
+  CoordinatorClientOptions o = client_options("status-probe");
+  o.heartbeats = false;
+  auto probe = CoordinatorClient::connect(o);
+  ASSERT_TRUE(probe) << probe.error().to_string();
+  std::this_thread::sleep_for(300ms);  // three heartbeat intervals
+  Expected<CoordinatorStatus> before = (*probe)->status();
+  ASSERT_TRUE(before) << before.error().to_string();
+  EXPECT_EQ(before->members, 0u);
+  auto worker = client("rollout-1");
+  ASSERT_TRUE(worker);
+  const bool joined = [&] {
+    for (int i = 0; i < 50; ++i) {
+      auto s = (*probe)->status();
+      if (s && s->members == 1u) return true;
+      std::this_thread::sleep_for(20ms);
+    }
+    return false;
+  }();
+  EXPECT_TRUE(joined) << "the worker's heartbeats did not make it a member";
+}
+
 TEST_F(GatewayTest, CallsFromManyThreadsAtOnceAllGetTheirOwnAnswers) {
   start();
   auto worker = client("rollout-many");
