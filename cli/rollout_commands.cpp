@@ -316,16 +316,11 @@ PolicyProbe policy_probe(const Manifest& m) {
 int serve_coordinated(const ServeRolloutArgs& a, WorkerSetup& w, StopSignals& signals) {
   const Manifest& m = w.m;
   if (Status s = wait_for_policy_server(m, signals); !s) return report(s.error());
-  const std::string endpoint = a.coordinator.empty() ? coordinator_endpoint(m) : a.coordinator;
-  auto curve = client_curve(m);
-  if (!curve) return report(curve.error());
-  auto client = CoordinatorClient::connect(
-      {.endpoint = endpoint,
-       .run = w.run,
-       .member = WorkerId{w.worker_id},
-       .role = MemberRole::kRolloutWorker,
-       .heartbeat_interval = std::chrono::milliseconds(m.run.heartbeat_interval_ms),
-       .curve = *curve});
+  auto options = coordinator_client_options(m, WorkerId{w.worker_id}, MemberRole::kRolloutWorker);
+  if (!options) return report(options.error());
+  if (!a.coordinator.empty()) options->endpoint = a.coordinator;
+  const std::string endpoint = options->endpoint;
+  auto client = CoordinatorClient::connect(std::move(*options));
   if (!client) return report(client.error());
   CoordinatorWorkSource source(**client);
   CoordinatedRollout loop(

@@ -661,18 +661,15 @@ int run_train(const TrainArgs& a, StopSignals& signals) {
 // What the run's live coordinator says of its members, asked by a status-only client (no
 // heartbeats: it never joins the run) within 2 s; nullopt with `why` when none answered.
 std::optional<CoordinatorStatus> live_status(const Manifest& m, std::string& why) {
-  auto curve = client_curve(m);
-  if (!curve) {
-    why = curve.error().message;
+  auto options = coordinator_client_options(
+      m, WorkerId{"train-status-" + std::to_string(::getpid())}, MemberRole::kRolloutWorker);
+  if (!options) {
+    why = options.error().message;
     return std::nullopt;
   }
-  auto client =
-      CoordinatorClient::connect({.endpoint = coordinator_endpoint(m),
-                                  .run = RunId{m.run.name},
-                                  .member = WorkerId{"train-status-" + std::to_string(::getpid())},
-                                  .request_timeout = std::chrono::milliseconds(2'000),
-                                  .curve = *curve,
-                                  .heartbeats = false});
+  options->request_timeout = std::chrono::milliseconds(2'000);
+  options->heartbeats = false;  // asks status() only: never a member of the run
+  auto client = CoordinatorClient::connect(std::move(*options));
   if (!client) {
     why = client.error().message;
     return std::nullopt;

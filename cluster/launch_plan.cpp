@@ -77,6 +77,18 @@ std::string coordinator_endpoint(const Manifest& m) {
   return run_endpoint(m, RunPort::kCoordinator, m.coordinator().host);
 }
 
+Expected<CoordinatorClientOptions> coordinator_client_options(const Manifest& m, WorkerId member,
+                                                              MemberRole role) {
+  ASSIGN_OR_RETURN(std::optional<CurveClientKeys> curve, client_curve(m));
+  return CoordinatorClientOptions{
+      .endpoint = coordinator_endpoint(m),
+      .run = RunId{m.run.name},
+      .member = std::move(member),
+      .role = role,
+      .heartbeat_interval = std::chrono::milliseconds(m.run.heartbeat_interval_ms),
+      .curve = std::move(curve)};
+}
+
 std::string coordinator_bind_endpoint(const Manifest& m) {
   return "tcp://*:" + std::to_string(m.run.port_base + kCoordinatorPort);
 }

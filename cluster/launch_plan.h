@@ -40,6 +40,7 @@
 
 #include "actors/work_pool_broker.h"
 #include "cluster/manifest.h"
+#include "coordinator/coordinator_client.h"
 
 namespace cuda_agent {
 
@@ -77,6 +78,10 @@ Expected<std::optional<CurveClientKeys>> client_curve(const Manifest& manifest);
 /// Where the coordinator's gateway listens ([run] port_base + 0): tcp://COORDINATOR_HOST:PORT for
 /// the roles that connect, tcp://*:PORT for the coordinator that binds.
 std::string coordinator_endpoint(const Manifest& manifest);
+/// A CoordinatorClient of the run for `member` in `role`: the coordinator's endpoint, the run's id
+/// and heartbeat interval, its client CURVE keys. Errors: as client_curve.
+Expected<CoordinatorClientOptions> coordinator_client_options(const Manifest& manifest,
+                                                              WorkerId member, MemberRole role);
 std::string coordinator_bind_endpoint(const Manifest& manifest);
 
 /// The run's ports ([run] port_base + offset).

@@ -140,15 +140,10 @@ void NodeAgent::connect_reporter(const Manifest& manifest) {
     log_warn("the node agent does not report to the coordinator",
              {{"host", plan_.host}, {"error", e.to_string()}});
   };
-  auto curve = client_curve(manifest);
-  if (!curve) return failed(curve.error());
-  auto client = CoordinatorClient::connect(
-      {.endpoint = coordinator_endpoint(manifest),
-       .run = RunId{manifest.run.name},
-       .member = WorkerId{"node-agent/" + plan_.host},
-       .role = MemberRole::kNodeAgent,
-       .heartbeat_interval = std::chrono::milliseconds(manifest.run.heartbeat_interval_ms),
-       .curve = *curve});
+  auto options = coordinator_client_options(manifest, WorkerId{"node-agent/" + plan_.host},
+                                            MemberRole::kNodeAgent);
+  if (!options) return failed(options.error());
+  auto client = CoordinatorClient::connect(std::move(*options));
   if (!client) return failed(client.error());
   reporter_ = std::move(*client);
 }

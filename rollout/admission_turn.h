@@ -55,7 +55,6 @@ class AdmissionTurn {
     poller_.reset();
     return closed_;
   }
-  bool closed() const { return closed_; }
 
  private:
   bool closed_ = false;

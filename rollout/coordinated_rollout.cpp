@@ -118,6 +118,15 @@ void CoordinatedRollout::request_stop() {
   source_.cancel_work_requests();
 }
 
+void CoordinatedRollout::update_turn(const std::function<bool(AdmissionTurn&)>& change) {
+  bool wake = false;
+  {
+    std::lock_guard lock(mutex_);
+    wake = change(turn_);
+  }
+  if (wake) wake_.notify_all();
+}
+
 void CoordinatedRollout::idle(std::int64_t ms) {
   std::unique_lock lock(mutex_);
   wake_.wait_for(lock, Ms(std::max<std::int64_t>(ms, 0)),
@@ -302,12 +311,7 @@ void CoordinatedRollout::slot(std::int64_t index, const RunId& run, const Coordi
     CoordinatedRollout& loop;
     std::int64_t index;
     ~Leave() {
-      bool wake = false;
-      {
-        std::lock_guard lock(loop.mutex_);
-        wake = loop.turn_.leave(index);
-      }
-      if (wake) loop.wake_.notify_all();
+      loop.update_turn([this](AdmissionTurn& t) { return t.leave(index); });
     }
   } leave{*this, index};
   while (!stop_ && !finished_) {
@@ -320,12 +324,8 @@ void CoordinatedRollout::slot(std::int64_t index, const RunId& run, const Coordi
     Expected<WorkReply> reply = source_.request_work();
     if (!reply && stop_) return;  // cancelled by request_stop()
     if (!reply) {
-      bool reopened = false;
-      {
-        std::lock_guard lock(mutex_);
-        reopened = turn_.reopen();  // no poll for the others: each retries on its own deadline
-      }
-      if (reopened) wake_.notify_all();
+      // No poll for the others: each retries on its own deadline.
+      update_turn([](AdmissionTurn& t) { return t.reopen(); });
       const auto now = Clock::now();
       if (!failing_since) failing_since = now;
       if (now - *failing_since >= Ms(options_.request_deadline_ms)) {
@@ -357,20 +357,13 @@ void CoordinatedRollout::slot(std::int64_t index, const RunId& run, const Coordi
       }
       log_debug("no work now", {{"reason", reply->reason},
                                 {"retry_after_ms", std::to_string(reply->retry_after_ms)}});
-      {
-        std::lock_guard lock(mutex_);
-        (void)turn_.answered(index, false);
-      }
+      update_turn([index](AdmissionTurn& t) { return t.answered(index, false); });
       idle(std::clamp<std::int64_t>(reply->retry_after_ms, options_.retry_initial_ms,
                                     options_.max_idle_wait_ms));
       continue;
     }
-    bool opened = false;
-    {
-      std::lock_guard lock(mutex_);
-      opened = turn_.answered(index, true);
-    }
-    if (opened) wake_.notify_all();  // the slots waiting on this one's poll ask now
+    // The slots waiting on this one's poll ask now.
+    update_turn([index](AdmissionTurn& t) { return t.answered(index, true); });
     if (hooks.on_assigned) hooks.on_assigned(reply->assignment);
     AssignmentResult r = run_assignment(run, reply->assignment, gate);
     {

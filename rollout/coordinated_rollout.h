@@ -214,6 +214,9 @@ class CoordinatedRollout {
   void submit(AssignmentResult& result, EpisodeRecord record);
   /// Waits `ms`, ending early at the stop or once the run finished.
   void idle(std::int64_t ms);
+  /// Applies `change` to the worker's admission turn under the lock; wakes the waiting slots
+  /// when it returns true.
+  void update_turn(const std::function<bool(AdmissionTurn&)>& change);
   enum class PolicyWait : std::uint8_t { kAnswered, kDeadline, kStopped };
   /// Probes the policy server until it answers, `deadline` passes or the stop.
   PolicyWait wait_for_policy(std::chrono::steady_clock::time_point deadline);
