@@ -1,8 +1,12 @@
 #include "actors/actor_runtime.h"
 
+#include <caf/error.hpp>
+#include <caf/make_message.hpp>
 #include <caf/sec.hpp>
 
 #include <thread>
+
+#include "actors/caf_inspect.h"
 
 namespace cuda_agent {
 
@@ -20,7 +24,28 @@ ActorRuntime::~ActorRuntime() {
   system_.reset();
 }
 
+namespace {
+constexpr caf::atom_value kOurErrors = caf::atom("cagent");
+}  // namespace
+
+caf::error to_caf_error(const Error& error) {
+  return caf::error(static_cast<std::uint8_t>(1), kOurErrors, caf::make_message(error));
+}
+
+caf::error keep_exception_text(std::exception_ptr& exception) {
+  std::string what = "an unknown exception";
+  try {
+    std::rethrow_exception(exception);
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+  }
+  return to_caf_error(make_error(ErrorCategory::kInternal, "actor.exception", "threw: " + what));
+}
+
 Error from_caf_error(const caf::actor_system& system, const caf::error& error) {
+  if (error.category() == kOurErrors && error.context().match_elements<Error>())
+    return error.context().get_as<Error>(0);
   std::string text = const_cast<caf::actor_system&>(system).render(error);
   if (error.category() == caf::atom("system")) {
     switch (static_cast<caf::sec>(error.code())) {

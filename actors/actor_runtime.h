@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <exception>
 #include <memory>
 
 #include "core/error.h"
@@ -39,6 +40,17 @@ class ActorRuntime {
 };
 
 /// Translates a CAF error (a failed request: timeout, dead peer, ...) into our Error, once, here.
+/// An error made by to_caf_error comes back as the Error it carries.
 Error from_caf_error(const caf::actor_system& system, const caf::error& error);
+
+/// Our Error as a caf::error (category "cagent", the Error in its context), so that a handler can
+/// answer a request with it and the requester gets it back whole through from_caf_error.
+caf::error to_caf_error(const Error& error);
+
+/// An actor's exception handler that keeps the exception's text (CAF's default prints it and
+/// exits with a bare runtime_error): the actor exits with Error "actor.exception" carrying
+/// what(), and a requester whose request it was handling gets that error.
+///   self->set_exception_handler(keep_exception_text);
+caf::error keep_exception_text(std::exception_ptr& exception);
 
 }  // namespace cuda_agent

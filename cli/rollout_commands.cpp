@@ -48,6 +48,7 @@
 #include <string>
 #include <thread>
 
+#include "actors/actor_runtime.h"
 #include "actors/curve_keys.h"
 #include "actors/endpoint.h"
 #include "cli/command.h"
@@ -322,9 +323,12 @@ int serve_coordinated(const ServeRolloutArgs& a, WorkerSetup& w, StopSignals& si
   const std::string endpoint = options->endpoint;
   auto client = CoordinatorClient::connect(std::move(*options));
   if (!client) return report(client.error());
+  // The process's actor system: the rollout worker and its episode runners are actors
+  // (rollout/rollout_worker_actor.h); the client's io thread owns the coordinator socket.
+  ActorRuntime runtime({.scheduler_threads = 2});
   CoordinatorWorkSource source(**client);
   CoordinatedRollout loop(
-      source,
+      runtime.system(), source,
       [&w](const Assignment& as) -> Expected<PreparedEpisode> {
         const auto it = w.by_id.find(as.task_id.value());
         if (it == w.by_id.end())

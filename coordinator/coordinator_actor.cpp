@@ -498,11 +498,7 @@ Expected<EpisodeStage> stage_from_name(std::string_view name) {
 }
 
 void add_coordinator_message_types(caf::actor_system_config& config) {
-  config.add_message_type<Assignment>("cuda_agent.Assignment");
-  config.add_message_type<WorkRequest>("cuda_agent.WorkRequest");
-  config.add_message_type<WorkReply>("cuda_agent.WorkReply");
-  config.add_message_type<TrajectorySubmission>("cuda_agent.TrajectorySubmission");
-  config.add_message_type<SubmitReply>("cuda_agent.SubmitReply");
+  add_work_message_types(config);
   config.add_message_type<Heartbeat>("cuda_agent.Heartbeat");
   config.add_message_type<VersionPublished>("cuda_agent.VersionPublished");
   config.add_message_type<CoordinatorStatus>("cuda_agent.CoordinatorStatus");

@@ -65,7 +65,8 @@
 #include <string>
 #include <vector>
 
-#include "coordinator/caf_inspect.h"
+#include "actors/caf_inspect.h"
+#include "actors/work_protocol.h"
 #include "coordinator/coordinator_state.h"
 #include "coordinator/coordinator_store.h"
 #include "coordinator/learner_peer.h"
@@ -74,8 +75,6 @@
 
 namespace cuda_agent {
 
-using work_atom = caf::atom_constant<caf::atom("cwork")>;
-using submit_atom = caf::atom_constant<caf::atom("csubmit")>;
 using heartbeat_atom = caf::atom_constant<caf::atom("cheartbt")>;
 using attach_learner_atom = caf::atom_constant<caf::atom("clearner")>;
 using subscribe_atom = caf::atom_constant<caf::atom("csubscr")>;
@@ -91,29 +90,6 @@ struct StoreDone {
   Error error;
 };
 
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, Assignment& x) {
-  return f(caf::meta::type_name("cuda_agent.Assignment"), x.episode_id, x.task_id, x.attempt,
-           x.policy_version, x.stage);
-}
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, WorkRequest& x) {
-  return f(caf::meta::type_name("cuda_agent.WorkRequest"), x.worker);
-}
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, WorkReply& x) {
-  return f(caf::meta::type_name("cuda_agent.WorkReply"), x.assigned, x.assignment, x.retry_after_ms,
-           x.reason);
-}
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, TrajectorySubmission& x) {
-  return f(caf::meta::type_name("cuda_agent.TrajectorySubmission"), x.worker, x.attempt, x.episode,
-           x.evaluations, x.baselines);
-}
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, SubmitReply& x) {
-  return f(caf::meta::type_name("cuda_agent.SubmitReply"), x.episode_id, x.status, x.message);
-}
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, Heartbeat& x) {
   return f(caf::meta::type_name("cuda_agent.Heartbeat"), x.member, x.role, x.degraded);

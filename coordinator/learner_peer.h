@@ -19,7 +19,7 @@
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
 
-#include "coordinator/caf_inspect.h"
+#include "actors/caf_inspect.h"
 #include "messages/coordinator_protocol.h"
 
 namespace cuda_agent {

@@ -9,8 +9,10 @@
 //   if (turn.may_ask(slot)) ask();           // else wait until woken
 //   if (turn.answered(slot, assigned)) wake every waiting slot;
 //
-// Header-only and without locking or time, so the threaded loop (rollout/coordinated_rollout.cpp)
-// and the simulation's event loop (cluster/sim_roles.cpp) share it.
+// Header-only and without locking or time: the simulation's event loop (cluster/sim_roles.cpp)
+// models a rollout worker's polling with it. The worker actor itself
+// (rollout/rollout_worker_actor.cpp) needs no turn: it alone decides how many requests are out
+// (one for the worker while admission is closed).
 //
 // Threading: none; the caller serialises calls (a mutex, or one event loop).
 #pragma once

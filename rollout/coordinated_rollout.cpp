@@ -1,62 +1,63 @@
 #include "rollout/coordinated_rollout.h"
 
-#include <algorithm>
-#include <chrono>
-#include <optional>
+#include <caf/all.hpp>
+
 #include <string_view>
-#include <thread>
 #include <vector>
 
-#include "core/clock.h"
-#include "core/log.h"
+#include "actors/actor_runtime.h"
 #include "rollout/generation_gate.h"
-#include "rollout/rollout_store.h"
+#include "rollout/rollout_worker_actor.h"
 
 namespace cuda_agent {
 namespace {
 
-using Ms = std::chrono::milliseconds;
-using Clock = std::chrono::steady_clock;
-
-constexpr std::int64_t kMaxBackoffMs = 5'000;
-
-EpisodeSummary summary_of(const EpisodeRecord& r) {
-  EpisodeSummary s = r;
-  s.trajectory_size = r.trajectory_bytes.size();
-  return s;
-}
-
-std::string episode_name(const Assignment& a) {
-  return "episode " + a.episode_id.value() + " (task " + a.task_id.value() + ", attempt " +
-         std::to_string(a.attempt) + ")";
-}
-
-// The episode's policy as the gate sees it: the backend's answers passed through, the error of
-// the last call kept (none after a call that answered), so the loop can tell an episode cut short
-// by a policy server that went away from one the backend refused.
-class LastErrorPolicy final : public PolicyBackend {
- public:
-  explicit LastErrorPolicy(PolicyBackend& inner) : inner_(inner) {}
-  Expected<PolicyTurn> next(const PolicyRequest& request) override {
-    // A backend that throws (a bug, e.g. text it cannot encode) aborts this episode with the
-    // reason, not the whole worker: a rerun of the same seeded episode would throw again.
-    Expected<PolicyTurn> turn = make_error(ErrorCategory::kInternal, "policy.exception", "");
-    try {
-      turn = inner_.next(request);
-    } catch (const std::exception& e) {
-      turn = make_error(ErrorCategory::kInternal, "policy.exception",
-                        std::string("the policy backend threw: ") + e.what());
-    }
-    last_error_ = turn ? std::nullopt : std::optional<Error>(turn.error());
-    return turn;
-  }
-  std::string describe() const override { return inner_.describe(); }
-  const std::optional<Error>& last_error() const { return last_error_; }
-
- private:
-  PolicyBackend& inner_;
-  std::optional<Error> last_error_;
+// A blocking WorkSource as a work_source_actor: a router that hands work requests to one
+// detached caller and submissions to another, so a submission never waits behind a work request
+// that waits for an unreachable coordinator (each call is bounded by the source's own timeout).
+// A caller answers the source's reply, or its Error as a caf::error (to_caf_error).
+struct BlockingSourceActors {
+  work_source_actor router;
+  std::vector<caf::actor> all;  // router and callers, to wait for at the end
 };
+
+work_source_actor spawn_blocking_caller(caf::actor_system& system, WorkSource& source) {
+  return system.spawn<caf::detached>(
+      [&source](work_source_actor::pointer) -> work_source_actor::behavior_type {
+        return {
+            [&source](work_atom, const WorkRequest&) -> caf::result<WorkReply> {
+              Expected<WorkReply> r = source.request_work();
+              if (!r) return to_caf_error(r.error());
+              return std::move(*r);
+            },
+            [&source](submit_atom, const TrajectorySubmission& s) -> caf::result<SubmitReply> {
+              Expected<SubmitReply> r = source.submit(s);
+              if (!r) return to_caf_error(r.error());
+              return std::move(*r);
+            },
+        };
+      });
+}
+
+BlockingSourceActors spawn_blocking_source(caf::actor_system& system, WorkSource& source) {
+  BlockingSourceActors out;
+  work_source_actor work = spawn_blocking_caller(system, source);
+  work_source_actor submit = spawn_blocking_caller(system, source);
+  out.router = system.spawn(
+      [work, submit](work_source_actor::pointer self) -> work_source_actor::behavior_type {
+        return {
+            [self, work](work_atom a, WorkRequest& r) {
+              return self->delegate(work, a, std::move(r));
+            },
+            [self, submit](submit_atom a, TrajectorySubmission& s) {
+              return self->delegate(submit, a, std::move(s));
+            },
+        };
+      });
+  out.all = {caf::actor_cast<caf::actor>(out.router), caf::actor_cast<caf::actor>(work),
+             caf::actor_cast<caf::actor>(submit)};
+  return out;
+}
 
 }  // namespace
 
@@ -89,14 +90,19 @@ std::string_view to_string(AssignmentOutcome outcome) {
   return "unknown";
 }
 
-struct CoordinatedRollout::Shared {
-  std::mutex mutex;
-  CoordinatedReport report;
-};
+CoordinatedRollout::CoordinatedRollout(caf::actor_system& system, WorkSource& source,
+                                       PrepareAssignment prepare, CoordinatedRolloutOptions options,
+                                       PolicyProbe policy_probe)
+    : CoordinatedRollout(system, work_source_actor{}, std::move(prepare), std::move(options),
+                         std::move(policy_probe)) {
+  blocking_ = &source;
+}
 
-CoordinatedRollout::CoordinatedRollout(WorkSource& source, PrepareAssignment prepare,
-                                       CoordinatedRolloutOptions options, PolicyProbe policy_probe)
-    : source_(source),
+CoordinatedRollout::CoordinatedRollout(caf::actor_system& system, work_source_actor source,
+                                       PrepareAssignment prepare, CoordinatedRolloutOptions options,
+                                       PolicyProbe policy_probe)
+    : system_(system),
+      source_(std::move(source)),
       prepare_(std::move(prepare)),
       options_(std::move(options)),
       policy_probe_(std::move(policy_probe)) {
@@ -106,291 +112,72 @@ CoordinatedRollout::CoordinatedRollout(WorkSource& source, PrepareAssignment pre
   options_.max_idle_wait_ms = std::max<std::int64_t>(options_.max_idle_wait_ms, 1);
 }
 
+CoordinatedRollout::~CoordinatedRollout() = default;
+
 void CoordinatedRollout::request_stop() {
-  {
-    std::lock_guard lock(mutex_);
-    stop_ = true;
-  }
-  wake_.notify_all();
-  // A slot waiting for the coordinator's answer must not hold the stop for the request timeout
-  // (found on the GPU: a run's last SIGTERM waited out the 15 s stop grace on a work request the
-  // finished coordinator never answered).
-  source_.cancel_work_requests();
-}
-
-void CoordinatedRollout::update_turn(const std::function<bool(AdmissionTurn&)>& change) {
-  bool wake = false;
-  {
-    std::lock_guard lock(mutex_);
-    wake = change(turn_);
-  }
-  if (wake) wake_.notify_all();
-}
-
-void CoordinatedRollout::idle(std::int64_t ms) {
-  std::unique_lock lock(mutex_);
-  wake_.wait_for(lock, Ms(std::max<std::int64_t>(ms, 0)),
-                 [&] { return stop_.load() || finished_.load(); });
-}
-
-CoordinatedRollout::PolicyWait CoordinatedRollout::wait_for_policy(Clock::time_point deadline) {
-  std::int64_t pause = options_.retry_initial_ms;
-  for (;;) {
-    if (stop_) return PolicyWait::kStopped;
-    if (policy_probe_()) return PolicyWait::kAnswered;
-    const auto left = std::chrono::duration_cast<Ms>(deadline - Clock::now());
-    if (left.count() <= 0) return PolicyWait::kDeadline;
-    {
-      std::unique_lock lock(mutex_);
-      wake_.wait_for(lock, std::min(Ms(pause), left), [&] { return stop_.load(); });
-    }
-    pause = std::min(pause * 2, kMaxBackoffMs);
-  }
-}
-
-void CoordinatedRollout::submit(AssignmentResult& result, EpisodeRecord record) {
-  const Assignment& a = result.assignment;
-  result.summary = summary_of(record);
-  TrajectorySubmission submission{
-      .worker = options_.worker_id, .attempt = a.attempt, .episode = std::move(record)};
-  if (result.final_outcome.bench) {
-    // A bench ran the final evaluation: its record (artifact hash, audit, baselines) goes with the
-    // episode, and the coordinator stores both in one write.
-    StoreWrite ew = final_evaluation_write(result.final_outcome,
-                                           {.evaluation_id = EvaluationId{a.episode_id.value()},
-                                            .run_id = submission.episode.run_id,
-                                            .task_id = a.task_id,
-                                            .episode_id = a.episode_id},
-                                           submission.episode.final_reward);
-    submission.evaluations = std::move(ew.evaluations);
-    submission.baselines = std::move(ew.baselines);
-  }
-  const auto deadline = Clock::now() + Ms(options_.submit_deadline_ms);
-  std::int64_t pause = options_.retry_initial_ms;
-  for (;;) {
-    ++result.submit_tries;
-    Expected<SubmitReply> reply = source_.submit(submission);
-    Error problem;
-    if (reply) {
-      switch (reply->status) {
-        case SubmitStatus::kAcknowledged: result.outcome = AssignmentOutcome::kAcknowledged; return;
-        case SubmitStatus::kSuperseded:
-        case SubmitStatus::kUnknown:
-          result.outcome = reply->status == SubmitStatus::kSuperseded
-                               ? AssignmentOutcome::kSuperseded
-                               : AssignmentOutcome::kUnknown;
-          log_warn("the coordinator refused this episode; dropped",
-                   {{"episode", a.episode_id.value()},
-                    {"attempt", std::to_string(a.attempt)},
-                    {"answer", std::string(to_string(result.outcome))},
-                    {"message", reply->message}});
-          return;
-        case SubmitStatus::kStoreFailed:
-          problem = make_error(ErrorCategory::kUnavailable, "rollout.store_failed",
-                               "the coordinator could not store it: " + reply->message);
-          break;
-        default:
-          problem = make_error(ErrorCategory::kInternal, "rollout.submit_status",
-                               "the coordinator answered an unknown status " +
-                                   std::to_string(static_cast<int>(reply->status)));
-          break;
-      }
-    } else {
-      problem = reply.error();
-    }
-    if (Clock::now() + Ms(pause) >= deadline) {
-      result.outcome = AssignmentOutcome::kFailed;
-      result.error = problem.with_context("submit " + episode_name(a) + " (after " +
-                                          std::to_string(result.submit_tries) + " tries)");
-      return;
-    }
-    log_warn("submitting an episode failed; retrying",
-             {{"episode", a.episode_id.value()},
-              {"try", std::to_string(result.submit_tries)},
-              {"error", problem.to_string()}});
-    std::this_thread::sleep_for(Ms(pause));  // backoff, not a wait for an event
-    pause = std::min(pause * 2, kMaxBackoffMs);
-  }
-}
-
-// Why an aborted episode ended: its last failed tool result (the policy backend's error, a tool
-// that could not run), as the episode recorded it.
-static std::string abort_reason(const Episode& episode) {
-  for (auto turn = episode.turns.rbegin(); turn != episode.turns.rend(); ++turn) {
-    for (const ToolResult& r : turn->tool_results) {
-      if (r.is_error) return r.content;
-    }
-  }
-  return "aborted before any turn";
-}
-
-AssignmentResult CoordinatedRollout::run_assignment(const RunId& run, const Assignment& a,
-                                                    GenerationGate& gate) {
-  AssignmentResult result{.assignment = a};
-  // Set at the episode's first abort for a policy server that went away: when to stop waiting
-  // for it and submit the aborted episode (see "A policy server that went away" in the header).
-  std::optional<Clock::time_point> policy_deadline;
-  for (;;) {  // once, and again for each rerun after the policy server came back
-    Expected<PreparedEpisode> prepared =
-        prepare_ ? prepare_(a)
-                 : Expected<PreparedEpisode>(make_error(ErrorCategory::kInvalidInput, "rollout.job",
-                                                        "the rollout loop has no prepare"));
-    if (prepared && (!prepared->spec.policy || !prepared->spec.tools)) {
-      prepared = make_error(ErrorCategory::kInvalidInput, "rollout.job",
-                            "prepare gave no policy or no tools");
-    }
-    if (!prepared) {
-      // Nothing ran: an aborted, empty episode tells the coordinator it is done with (see header).
-      Error e = prepared.error().with_context("prepare " + episode_name(a));
-      log_error(e, {{"episode", a.episode_id.value()}});
-      Episode aborted{.episode_id = a.episode_id,
-                      .run_id = run,
-                      .task_id = a.task_id,
-                      .stage = a.stage,
-                      .status = EpisodeStatus::kAborted,
-                      .ended_unix_ms = now_unix_ms()};
-      EpisodeRecord record = episode_record(aborted);
-      record.policy_version = a.policy_version;
-      result.not_prepared = true;
-      submit(result, std::move(record));
-      if (!result.error) result.error = std::move(e);
-      return result;
-    }
-    EpisodeSpec spec = prepared->spec;
-    spec.episode_id = a.episode_id;
-    spec.run_id = run;
-    spec.task_id = a.task_id;
-    spec.stage = a.stage;
-    spec.policy_version = a.policy_version;
-    spec.seed = episode_sampling_seed(run, a.episode_id);
-    LastErrorPolicy backend(*spec.policy);
-    GatedPolicy gated(backend, gate, &stop_);
-    spec.policy = &gated;
-    Episode episode = run_episode(spec, &result.final_outcome);
-    if (gated.cut()) {
-      result.outcome = AssignmentOutcome::kStopped;
-      return result;
-    }
-    if (episode.status == EpisodeStatus::kAborted) result.abort_reason = abort_reason(episode);
-
-    // Aborted because the policy server was not there (killed, restarting): the episode says
-    // nothing about the task or the policy, so it runs again once the server is back.
-    const bool server_gone = episode.status == EpisodeStatus::kAborted && backend.last_error() &&
-                             policy_server_gone(*backend.last_error());
-    if (server_gone && policy_probe_) {
-      if (!policy_deadline) policy_deadline = Clock::now() + Ms(options_.policy_wait_ms);
-      log_warn("the policy server went away mid-episode; the episode runs again once it answers",
-               {{"episode", a.episode_id.value()},
-                {"attempt", std::to_string(a.attempt)},
-                {"error", backend.last_error()->to_string()}});
-      const PolicyWait waited = wait_for_policy(*policy_deadline);
-      if (waited == PolicyWait::kStopped) {
-        result.outcome = AssignmentOutcome::kStopped;
-        return result;
-      }
-      if (waited == PolicyWait::kAnswered) {
-        ++result.policy_reruns;
-        result.abort_reason.clear();
-        continue;
-      }
-      log_warn("the policy server did not answer in time; the aborted episode is submitted",
-               {{"episode", a.episode_id.value()},
-                {"waited_ms", std::to_string(options_.policy_wait_ms)}});
-    }
-    submit(result, episode_record(episode));
-    return result;
-  }
-}
-
-void CoordinatedRollout::slot(std::int64_t index, const RunId& run, const CoordinatedHooks& hooks,
-                              GenerationGate& gate, Shared& shared) {
-  std::int64_t pause = options_.retry_initial_ms;
-  std::optional<Clock::time_point> failing_since;
-  // Leaving, this slot hands the worker's poll to another (rollout/admission_turn.h).
-  struct Leave {
-    CoordinatedRollout& loop;
-    std::int64_t index;
-    ~Leave() {
-      loop.update_turn([this](AdmissionTurn& t) { return t.leave(index); });
-    }
-  } leave{*this, index};
-  while (!stop_ && !finished_) {
-    {
-      // While admission is closed one slot asks for the worker; the others wait for its answer.
-      std::unique_lock lock(mutex_);
-      wake_.wait(lock, [&] { return stop_.load() || finished_.load() || turn_.may_ask(index); });
-      if (stop_ || finished_) return;
-    }
-    Expected<WorkReply> reply = source_.request_work();
-    if (!reply && stop_) return;  // cancelled by request_stop()
-    if (!reply) {
-      // No poll for the others: each retries on its own deadline.
-      update_turn([](AdmissionTurn& t) { return t.reopen(); });
-      const auto now = Clock::now();
-      if (!failing_since) failing_since = now;
-      if (now - *failing_since >= Ms(options_.request_deadline_ms)) {
-        Error e = reply.error().with_context("asking the coordinator for work failed for " +
-                                             std::to_string(options_.request_deadline_ms) +
-                                             " ms without a break");
-        std::lock_guard lock(shared.mutex);
-        if (!shared.report.error) shared.report.error = std::move(e);
-        return;
-      }
-      log_warn("asking the coordinator for work failed; retrying",
-               {{"worker", options_.worker_id.value()}, {"error", reply.error().to_string()}});
-      idle(pause);
-      pause = std::min(pause * 2, kMaxBackoffMs);
-      continue;
-    }
-    failing_since.reset();
-    pause = options_.retry_initial_ms;
-    if (!reply->assigned) {
-      if (reply->reason == kRunFinishedReason) {
-        {
-          std::lock_guard lock(mutex_);
-          finished_ = true;
-        }
-        wake_.notify_all();
-        std::lock_guard lock(shared.mutex);
-        shared.report.run_finished = true;
-        return;
-      }
-      log_debug("no work now", {{"reason", reply->reason},
-                                {"retry_after_ms", std::to_string(reply->retry_after_ms)}});
-      update_turn([index](AdmissionTurn& t) { return t.answered(index, false); });
-      idle(std::clamp<std::int64_t>(reply->retry_after_ms, options_.retry_initial_ms,
-                                    options_.max_idle_wait_ms));
-      continue;
-    }
-    // The slots waiting on this one's poll ask now.
-    update_turn([index](AdmissionTurn& t) { return t.answered(index, true); });
-    if (hooks.on_assigned) hooks.on_assigned(reply->assignment);
-    AssignmentResult r = run_assignment(run, reply->assignment, gate);
-    {
-      std::lock_guard lock(shared.mutex);
-      CoordinatedReport& c = shared.report;
-      switch (r.outcome) {
-        case AssignmentOutcome::kAcknowledged: ++c.acknowledged; break;
-        case AssignmentOutcome::kSuperseded: ++c.superseded; break;
-        case AssignmentOutcome::kUnknown: ++c.unknown; break;
-        case AssignmentOutcome::kFailed: ++c.failed; break;
-        case AssignmentOutcome::kStopped: ++c.stopped; break;
-      }
-      c.not_prepared += r.not_prepared;
-    }
-    if (hooks.on_finished) hooks.on_finished(r);
-  }
+  stop_ = true;
+  // A work request waiting for the coordinator's answer must not hold the stop for the request
+  // timeout (found on the GPU: a run's last SIGTERM waited out the 15 s stop grace on a work
+  // request the finished coordinator never answered).
+  if (blocking_) blocking_->cancel_work_requests();
+  std::lock_guard lock(mutex_);
+  if (worker_)
+    caf::anon_send(caf::actor_cast<rollout_worker_actor>(worker_), stop_rollout_atom::value);
 }
 
 CoordinatedReport CoordinatedRollout::run(const RunId& run, const CoordinatedHooks& hooks) {
   GenerationGate gate(options_.generation_slots);
-  Shared shared;
-  std::vector<std::thread> threads;
-  for (std::int64_t k = 0; k < options_.concurrent_episodes; ++k)
-    threads.emplace_back([&, k] { slot(k, run, hooks, gate, shared); });
-  for (std::thread& t : threads) t.join();
-  shared.report.max_concurrent_generations = gate.max_running();
-  return shared.report;
+  const EpisodeRunnerContext context{.run = run,
+                                     .options = options_,
+                                     .prepare = prepare_,
+                                     .policy_probe = policy_probe_,
+                                     .gate = &gate,
+                                     .stop = &stop_};
+  BlockingSourceActors blocking;
+  work_source_actor source = source_;
+  if (blocking_) {
+    blocking = spawn_blocking_source(system_, *blocking_);
+    source = blocking.router;
+  }
+  // Every runner the worker spawned (also replacements), so that run() returns only once their
+  // threads are gone: filled on the worker actor, read here after its report (a message: ordered).
+  std::vector<caf::actor> runners;
+  RolloutWorkerConfig config{.run = run,
+                             .options = options_,
+                             .hooks = hooks,
+                             .make_runner =
+                                 [this, &context, &runners](std::int64_t) {
+                                   episode_runner_actor r = spawn_episode_runner(system_, context);
+                                   runners.push_back(caf::actor_cast<caf::actor>(r));
+                                   return r;
+                                 },
+                             .stop = &stop_};
+  caf::scoped_actor self{system_};
+  rollout_worker_actor worker = spawn_rollout_worker(system_, source, std::move(config));
+  {
+    std::lock_guard lock(mutex_);
+    worker_ = caf::actor_cast<caf::actor>(worker);
+  }
+  CoordinatedReport report;
+  self->request(worker, caf::infinite, run_rollout_atom::value)
+      .receive([&](CoordinatedReport& r) { report = std::move(r); },
+               [&](caf::error& e) {
+                 report.error =
+                     from_caf_error(system_, e).with_context("the rollout worker failed");
+               });
+  {
+    std::lock_guard lock(mutex_);
+    worker_ = nullptr;
+  }
+  self->wait_for(worker);
+  self->wait_for(runners);
+  if (blocking_) {
+    blocking_->cancel_work_requests();  // a caller waiting on a work request ends at once
+    for (const caf::actor& a : blocking.all) self->send_exit(a, caf::exit_reason::user_shutdown);
+    self->wait_for(blocking.all);
+  }
+  report.max_concurrent_generations = gate.max_running();
+  return report;
 }
 
 }  // namespace cuda_agent

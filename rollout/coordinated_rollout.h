@@ -2,28 +2,36 @@
 // the coordinator for episodes, runs them, and submits each trajectory to the coordinator, which
 // acknowledges it only after its durable store write. The worker opens no store.
 //
-//   CoordinatorWorkSource source(**client);           // or a fake WorkSource in tests
-//   CoordinatedRollout loop(source, prepare, {.worker_id = WorkerId{"host-pid-gpu0"},
-//                                             .concurrent_episodes = 8});
+//   ActorRuntime runtime;                                // actors/actor_runtime.h, one per process
+//   CoordinatorWorkSource source(**client);              // the coordinator in another process
+//   CoordinatedRollout loop(runtime.system(), source, prepare,
+//                           {.worker_id = WorkerId{"host-pid-gpu0"}, .concurrent_episodes = 8});
+//   // or the coordinator actor of this process: CoordinatedRollout loop(system, coordinator, ...)
 //   std::thread t([&] { report = loop.run(RunId{"run-1"}); });
 //   // or, so that an episode whose policy server died is rerun once it is back (see below):
-//   CoordinatedRollout loop(source, prepare, options, [url] {
+//   CoordinatedRollout loop(system, source, prepare, options, [url] {
 //     Expected<HttpResponse> r = http_get(url, {}, {.total_ms = 5000});  // rollout/http_post.h
 //     return r && r->status < 500;
 //   });
 //   ... on SIGTERM: loop.request_stop(); t.join();
 //
-// Slots: `concurrent_episodes` threads, each a loop of
-//   request_work -> "none now": wait retry_after_ms (at most max_idle_wait_ms; a stop ends the
-//                   wait), ask again; "run finished": every slot stops asking;
-//                -> assigned: prepare the episode for the assignment's task (`prepare`), run it
-//                   with the assignment's stage and policy version and the sampling seed of
+// The loop is CAF typed actors (rollout/rollout_worker_actor.h): a worker actor that asks,
+// dispatches and submits, and one episode runner per slot; this class spawns them and waits for
+// the worker's report.
+//
+// Slots: `concurrent_episodes` episodes at once. The worker asks the coordinator for work, one
+// request per free slot:
+//   "none now"   -> ask again after retry_after_ms (at most max_idle_wait_ms; a stop ends the
+//                   wait), with ONE request for the whole worker while admission stays closed
+//                   (one poll per worker per retry hint, not one per idle slot); its assignment
+//                   opens admission and the other free slots ask at once;
+//   "run finished" -> no more asking;
+//   assigned     -> a free slot prepares the episode for the assignment's task (`prepare`), runs
+//                   it with the assignment's stage and policy version and the sampling seed of
 //                   episode_sampling_seed(run, episode) (policy calls bounded across slots by
-//                   `generation_slots`, rollout/generation_gate.h), build its EpisodeRecord
-//                   (episode_record() in rollout_worker.h), submit it.
-// While admission is closed ("none now"), the slot that got it asks again for the whole worker
-// and the other idle slots wait for its answer (rollout/admission_turn.h): one poll per worker
-// per retry hint, not one per idle slot; its assignment wakes them to ask at once.
+//                   `generation_slots`, rollout/generation_gate.h), builds its EpisodeRecord
+//                   (episode_record() in rollout_worker.h); the worker submits it. The slot is
+//                   free again as soon as the episode ended, while its submission goes on.
 //
 // Determinism: every policy call of an episode asks for a seed derived from the run and episode
 // ids alone (episode_sampling_seed, plus the turn index: rollout/episode.cpp), so a rerun of the
@@ -52,9 +60,10 @@
 // so the coordinator counts it once instead of rerunning it on every worker; the learner refuses
 // empty trajectories (learner/train_sequence.h), so nothing is trained on it.
 //
-// request_work failing (transport error) is retried with the same backoff; when it has failed
-// without a break for request_deadline_ms, the slot ends and the report carries the error (the
-// CLI exits 1): a worker that cannot reach its coordinator has nothing to do.
+// request_work failing (transport error) is retried, one request for the worker, with the same
+// backoff; when it has failed without a break for request_deadline_ms, the worker asks no more,
+// lets its episodes in flight end, and the report carries the error (the CLI exits 1): a worker
+// that cannot reach its coordinator has nothing to do.
 //
 // Stopping (request_stop(), e.g. on SIGTERM): no slot asks for work again; an episode in flight
 // is cut at its next policy call (a tool call already running finishes first) and is not
@@ -63,33 +72,38 @@
 // submit_deadline_ms (a stop ends a wait after "none now", not a submission's: a finished
 // trajectory is worth the wait).
 //
-// Threading: run() blocks until every slot has ended; request_stop() from any thread, any time.
-// `prepare`, the policy probe and the hooks are called from the slot threads, concurrently; the
-// WorkSource must be thread-safe.
+// Threading: run() blocks until the worker actor answered its report; request_stop() from any
+// thread, any time. `prepare` and the policy probe are called from the runners' threads,
+// concurrently; the hooks from the worker actor, one at a time. A WorkSource must be thread-safe
+// (its calls come from two threads: work requests and submissions, rollout/blocking_work_source.h).
 #pragma once
+
+#include <caf/actor.hpp>
+#include <caf/actor_system.hpp>
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 
+#include "actors/work_protocol.h"
 #include "core/error.h"
 #include "core/ids.h"
 #include "messages/coordinator_protocol.h"
-#include "rollout/admission_turn.h"
 #include "rollout/rollout_worker.h"
 
 namespace cuda_agent {
 
-/// Where a rollout worker's episodes come from and where their trajectories go: the coordinator
-/// (CoordinatorWorkSource over coordinator/coordinator_client.h) in production, a fake in tests.
-/// Both calls are thread-safe and bounded by the source's own request timeout; an Error is a
-/// transport failure (the call may be repeated), a reply is the coordinator's answer.
+/// A blocking work source: the coordinator in another process (CoordinatorWorkSource over
+/// coordinator/coordinator_client.h), or a fake in tests. rollout/blocking_work_source.h turns it
+/// into a work_source_actor. Both calls are thread-safe and bounded by the source's own request
+/// timeout; an Error is a transport failure (the call may be repeated), a reply is the
+/// coordinator's answer.
 class WorkSource {
  public:
   virtual ~WorkSource() = default;
@@ -159,8 +173,9 @@ std::string_view to_string(AssignmentOutcome outcome);
 struct AssignmentResult {
   Assignment assignment;
   AssignmentOutcome outcome = AssignmentOutcome::kFailed;
-  EpisodeSummary summary;           ///< as submitted (not for kStopped)
-  EvaluationOutcome final_outcome;  ///< the final evaluation (tier -1, no report when none ran)
+  EpisodeSummary summary;  ///< as submitted (not for kStopped)
+  /// The final evaluation's reward tier; -1 when none ran.
+  std::int32_t final_reward_tier = -1;
   std::uint32_t submit_tries = 0;
   /// Times the episode ran again from scratch because its policy server went away.
   std::uint32_t policy_reruns = 0;
@@ -176,9 +191,12 @@ struct CoordinatedReport {
   std::uint64_t acknowledged = 0, superseded = 0, unknown = 0, failed = 0, stopped = 0;
   /// Assignments that could not be prepared (submitted as aborted; counted in acknowledged etc.).
   std::uint64_t not_prepared = 0;
-  /// A slot saw "run finished".
+  /// Episode runners replaced after a failure (rollout/rollout_worker_actor.h, supervision).
+  std::uint64_t runner_restarts = 0;
+  /// The coordinator answered "run finished".
   bool run_finished = false;
-  /// The first slot that ended because request_work kept failing (request_deadline_ms).
+  /// Why the worker gave up: request_work kept failing (request_deadline_ms), or its runners
+  /// crashed in a loop.
   std::optional<Error> error;
   std::int64_t max_concurrent_generations = 0;
 };
@@ -192,12 +210,19 @@ struct CoordinatedHooks {
 
 class CoordinatedRollout {
  public:
-  /// `policy_probe` may be empty: then an episode whose policy server went away is submitted
-  /// aborted, like any other aborted episode.
-  CoordinatedRollout(WorkSource& source, PrepareAssignment prepare,
+  /// A coordinator reached through a blocking source (another process). `policy_probe` may be
+  /// empty: then an episode whose policy server went away is submitted aborted, like any other
+  /// aborted episode. `source` and `system` must outlive this object.
+  CoordinatedRollout(caf::actor_system& system, WorkSource& source, PrepareAssignment prepare,
                      CoordinatedRolloutOptions options, PolicyProbe policy_probe = {});
+  /// A coordinator actor of this process (or any work_source_actor).
+  CoordinatedRollout(caf::actor_system& system, work_source_actor source, PrepareAssignment prepare,
+                     CoordinatedRolloutOptions options, PolicyProbe policy_probe = {});
+  ~CoordinatedRollout();
+  CoordinatedRollout(const CoordinatedRollout&) = delete;
+  CoordinatedRollout& operator=(const CoordinatedRollout&) = delete;
 
-  /// Runs the slots until the run finishes, the stop, or every slot gave up on request_work.
+  /// Runs the worker until the run finishes, the stop, or it gives up (see above). Once.
   CoordinatedReport run(const RunId& run, const CoordinatedHooks& hooks = {});
   /// See "Stopping" above. Idempotent.
   void request_stop();
@@ -206,30 +231,15 @@ class CoordinatedRollout {
   const CoordinatedRolloutOptions& options() const { return options_; }
 
  private:
-  struct Shared;  // counters and the first error, across slots (coordinated_rollout.cpp)
-  void slot(std::int64_t index, const RunId& run, const CoordinatedHooks& hooks,
-            GenerationGate& gate, Shared& shared);
-  AssignmentResult run_assignment(const RunId& run, const Assignment& a, GenerationGate& gate);
-  /// Submits until acknowledged, dropped or past the deadline.
-  void submit(AssignmentResult& result, EpisodeRecord record);
-  /// Waits `ms`, ending early at the stop or once the run finished.
-  void idle(std::int64_t ms);
-  /// Applies `change` to the worker's admission turn under the lock; wakes the waiting slots
-  /// when it returns true.
-  void update_turn(const std::function<bool(AdmissionTurn&)>& change);
-  enum class PolicyWait : std::uint8_t { kAnswered, kDeadline, kStopped };
-  /// Probes the policy server until it answers, `deadline` passes or the stop.
-  PolicyWait wait_for_policy(std::chrono::steady_clock::time_point deadline);
-
-  WorkSource& source_;
+  caf::actor_system& system_;
+  WorkSource* blocking_ = nullptr;  // the blocking source, when one was given
+  work_source_actor source_;
   PrepareAssignment prepare_;
   CoordinatedRolloutOptions options_;
   PolicyProbe policy_probe_;
   std::atomic<bool> stop_{false};
-  std::atomic<bool> finished_{false};  // some slot saw "run finished"
-  std::mutex mutex_;                   // guards turn_ and the condition's wait
-  std::condition_variable wake_;
-  AdmissionTurn turn_;  // one poll per worker while admission is closed
+  std::mutex mutex_;   // guards worker_
+  caf::actor worker_;  // the worker actor while run() runs
 };
 
 }  // namespace cuda_agent

@@ -17,12 +17,19 @@
 #include <set>
 #include <thread>
 
+#include "actors/actor_runtime.h"
 #include "rollout/rollout_test_fakes.h"
 
 namespace cuda_agent {
 namespace {
 
 using namespace std::chrono_literals;
+
+// The process's actor system (one for every test here, as in a product process).
+caf::actor_system& actors() {
+  static ActorRuntime runtime({.scheduler_threads = 2});
+  return runtime.system();
+}
 
 Assignment assignment(int n, std::uint32_t attempt = 1) {
   return {.episode_id = EpisodeId{"e" + std::to_string(n)},
@@ -163,11 +170,11 @@ CoordinatedRolloutOptions options(std::int64_t slots = 2) {
 TEST(CoordinatedRollout, RunsAssignmentsAndSubmitsExactTrajectories) {
   ScriptedWorkSource source;
   for (int n = 0; n < 5; ++n) source.script.push_back(assigned(n));
-  CoordinatedRollout loop(source, fake_prepare(), options(3));
+  CoordinatedRollout loop(actors(), source, fake_prepare(), options(3));
   std::atomic<int> finished{0};
   const CoordinatedReport r = loop.run(RunId{"run-1"}, {.on_finished = [&](const auto& a) {
                                          EXPECT_EQ(a.outcome, AssignmentOutcome::kAcknowledged);
-                                         EXPECT_EQ(a.final_outcome.reward_tier, 2);
+                                         EXPECT_EQ(a.final_reward_tier, 2);
                                          ++finished;
                                        }});
   EXPECT_EQ(r.acknowledged, 5u);
@@ -245,26 +252,21 @@ class ClosedAdmissionSource final : public WorkSource {
   int assigned_ = 0;
 };
 
-// While admission is closed, one slot polls for the worker (rollout/admission_turn.h): after the
-// first answers of the slots that asked together, every "none now" goes to the same slot; its
-// assignment wakes the others, and every episode still runs.
+// While admission is closed the worker polls with one request (counted exactly in
+// rollout_worker_actor_test.cpp); its assignment opens admission again, and every episode runs.
 TEST(CoordinatedRollout, WhileAdmissionIsClosedOneSlotPollsForTheWorker) {
   ClosedAdmissionSource source(/*closed=*/14, /*episodes=*/6);
-  CoordinatedRollout loop(source, fake_prepare(), options(4));
+  CoordinatedRollout loop(actors(), source, fake_prepare(), options(4));
   const CoordinatedReport r = loop.run(RunId{"run-1"}, {});
   EXPECT_EQ(r.acknowledged, 6u);
   EXPECT_TRUE(r.run_finished);
-  const std::vector<std::thread::id> asked = source.asked();
-  ASSERT_EQ(asked.size(), 14u);
-  // The first four may come from the four slots asking at once; from the fifth on, one poller.
-  const std::set<std::thread::id> pollers(asked.begin() + 4, asked.end());
-  EXPECT_EQ(pollers.size(), 1u) << "idle slots polled on their own while admission was closed";
+  EXPECT_EQ(source.asked().size(), 14u);
 }
 
 TEST(CoordinatedRollout, NoneNowIsAskedAgainAndFinishedEndsEverySlot) {
   ScriptedWorkSource source;
   source.script = {none_now(5), none_now(5), assigned(0), none_now(5), assigned(1)};
-  CoordinatedRollout loop(source, fake_prepare(), options(1));
+  CoordinatedRollout loop(actors(), source, fake_prepare(), options(1));
   const CoordinatedReport r = loop.run(RunId{"run-1"});
   EXPECT_EQ(r.acknowledged, 2u);
   EXPECT_TRUE(r.run_finished);
@@ -283,7 +285,7 @@ TEST(CoordinatedRollout, StoreFailureAndTransportErrorAreSubmittedAgain) {
       return make_error(ErrorCategory::kTimeout, "coordinator.timeout", "no reply in 30 s");
     return SubmitReply{.episode_id = s.episode.episode_id, .status = SubmitStatus::kAcknowledged};
   };
-  CoordinatedRollout loop(source, fake_prepare(), options(1));
+  CoordinatedRollout loop(actors(), source, fake_prepare(), options(1));
   std::vector<AssignmentResult> results;
   const CoordinatedReport r =
       loop.run(RunId{"run-1"}, {.on_finished = [&](const auto& a) { results.push_back(a); }});
@@ -304,7 +306,7 @@ TEST(CoordinatedRollout, SubmissionGivesUpAtItsDeadline) {
   };
   CoordinatedRolloutOptions o = options(1);
   o.submit_deadline_ms = 50;
-  CoordinatedRollout loop(source, fake_prepare(), o);
+  CoordinatedRollout loop(actors(), source, fake_prepare(), o);
   std::optional<AssignmentResult> result;
   const CoordinatedReport r =
       loop.run(RunId{"run-1"}, {.on_finished = [&](const auto& a) { result = a; }});
@@ -325,7 +327,7 @@ TEST(CoordinatedRollout, SupersededAndUnknownAreDroppedAfterOneTry) {
                                                                       : SubmitStatus::kUnknown,
                        .message = "not the attempt in flight"};
   };
-  CoordinatedRollout loop(source, fake_prepare(), options(1));
+  CoordinatedRollout loop(actors(), source, fake_prepare(), options(1));
   const CoordinatedReport r = loop.run(RunId{"run-1"});
   EXPECT_EQ(r.superseded, 1u);
   EXPECT_EQ(r.unknown, 1u);
@@ -339,7 +341,7 @@ TEST(CoordinatedRollout, AnAssignmentThatCannotBePreparedIsSubmittedAborted) {
   WorkReply bad = assigned(3);
   bad.assignment.task_id = TaskId{"missing"};
   source.script = {bad};
-  CoordinatedRollout loop(source, fake_prepare(), options(1));
+  CoordinatedRollout loop(actors(), source, fake_prepare(), options(1));
   std::optional<AssignmentResult> result;
   const CoordinatedReport r =
       loop.run(RunId{"run-1"}, {.on_finished = [&](const auto& a) { result = a; }});
@@ -373,7 +375,7 @@ TEST(CoordinatedRollout, StopCutsAnEpisodeInFlightWithoutSubmittingIt) {
     cv.notify_all();
     cv.wait_for(lock, 10s, [&] { return release; });
   };
-  CoordinatedRollout loop(source, fake_prepare(hold), options(1));
+  CoordinatedRollout loop(actors(), source, fake_prepare(hold), options(1));
   loop_ptr = &loop;
   CoordinatedReport r;
   std::thread runner([&] { r = loop.run(RunId{"run-1"}); });
@@ -405,7 +407,7 @@ TEST(CoordinatedRollout, AStopEndsAWaitForWork) {
   };
   CoordinatedRolloutOptions o = options(1);
   o.max_idle_wait_ms = 60'000;
-  CoordinatedRollout loop(source, fake_prepare(), o);
+  CoordinatedRollout loop(actors(), source, fake_prepare(), o);
   CoordinatedReport r;
   const auto t0 = std::chrono::steady_clock::now();
   std::thread runner([&] { r = loop.run(RunId{"run-1"}); });
@@ -453,7 +455,7 @@ class SilentWorkSource final : public WorkSource {
 
 TEST(CoordinatedRollout, AStopCancelsAWorkRequestTheCoordinatorNeverAnswers) {
   SilentWorkSource source;
-  CoordinatedRollout loop(source, fake_prepare(), options(2));
+  CoordinatedRollout loop(actors(), source, fake_prepare(), options(2));
   CoordinatedReport r;
   const auto t0 = std::chrono::steady_clock::now();
   std::thread runner([&] { r = loop.run(RunId{"run-1"}); });
@@ -471,7 +473,7 @@ TEST(CoordinatedRollout, AnUnreachableCoordinatorEndsTheLoopWithItsError) {
         make_error(ErrorCategory::kUnavailable, "coordinator.unreachable", "connection refused"));
   CoordinatedRolloutOptions o = options(2);
   o.request_deadline_ms = 30;
-  CoordinatedRollout loop(source, fake_prepare(), o);
+  CoordinatedRollout loop(actors(), source, fake_prepare(), o);
   const CoordinatedReport r = loop.run(RunId{"run-1"});
   ASSERT_TRUE(r.error);
   EXPECT_EQ(r.error->code, "coordinator.unreachable");
@@ -489,7 +491,7 @@ TEST(CoordinatedRollout, ACoordinatorLostWhileAdmissionIsClosedEndsEverySlotAtOn
         make_error(ErrorCategory::kUnavailable, "coordinator.unreachable", "connection refused"));
   CoordinatedRolloutOptions o = options(8);
   o.request_deadline_ms = 400;
-  CoordinatedRollout loop(source, fake_prepare(), o);
+  CoordinatedRollout loop(actors(), source, fake_prepare(), o);
   const auto t0 = std::chrono::steady_clock::now();
   const CoordinatedReport r = loop.run(RunId{"run-1"});
   const auto took = std::chrono::steady_clock::now() - t0;
@@ -513,7 +515,7 @@ TEST(CoordinatedRollout, AnEpisodeWhosePolicyServerWentAwayRunsAgainOnceItAnswer
                             /*answers=*/1, &seeds);
   };
   std::atomic<int> probes{0};
-  CoordinatedRollout loop(source, prepare, options(1), [&] { return ++probes >= 3; });
+  CoordinatedRollout loop(actors(), source, prepare, options(1), [&] { return ++probes >= 3; });
   std::optional<AssignmentResult> result;
   const CoordinatedReport r =
       loop.run(RunId{"run-1"}, {.on_finished = [&](const auto& a) { result = a; }});
@@ -546,7 +548,7 @@ TEST(CoordinatedRollout, AnEpisodeWhosePolicyServerStaysAwayIsSubmittedAborted) 
   CoordinatedRolloutOptions o = options(1);
   o.policy_wait_ms = 30;
   std::atomic<int> probes{0};
-  CoordinatedRollout loop(source, prepare, o, [&] {
+  CoordinatedRollout loop(actors(), source, prepare, o, [&] {
     ++probes;
     return false;
   });
@@ -576,7 +578,7 @@ TEST(CoordinatedRollout, AnAbortThatIsNotAGoneServerIsSubmittedAtOnce) {
                             /*answers=*/1, nullptr);
   };
   std::atomic<int> probes{0};
-  CoordinatedRollout loop(source, prepare, options(1), [&] { return ++probes > 0; });
+  CoordinatedRollout loop(actors(), source, prepare, options(1), [&] { return ++probes > 0; });
   std::optional<AssignmentResult> result;
   loop.run(RunId{"run-1"}, {.on_finished = [&](const auto& a) { result = a; }});
   EXPECT_EQ(probes, 0);
@@ -625,7 +627,7 @@ TEST(CoordinatedRollout, EpisodeSeedsComeFromTheRunAndEpisodeIds) {
   PrepareAssignment prepare = [&](const Assignment& as) {
     return scripted_episode(as, std::nullopt, 0, &seeds);
   };
-  CoordinatedRollout loop(source, prepare, options(2));
+  CoordinatedRollout loop(actors(), source, prepare, options(2));
   EXPECT_EQ(loop.run(RunId{"run-1"}).acknowledged, 3u);
   for (int n = 0; n < 3; ++n) {
     const std::string e = "e" + std::to_string(n);

@@ -21,13 +21,23 @@ bool worth_retrying(const Error& e) {
          e.category == ErrorCategory::kIo;
 }
 
+}  // namespace
+
 EpisodeSummary summary_of(const EpisodeRecord& r) {
   EpisodeSummary s = r;
   s.trajectory_size = r.trajectory_bytes.size();
   return s;
 }
 
-}  // namespace
+EpisodeRecord aborted_episode_record(const RunId& run, const EpisodeId& episode, const TaskId& task,
+                                     EpisodeStage stage) {
+  return episode_record(Episode{.episode_id = episode,
+                                .run_id = run,
+                                .task_id = task,
+                                .stage = stage,
+                                .status = EpisodeStatus::kAborted,
+                                .ended_unix_ms = now_unix_ms()});
+}
 
 std::string_view to_string(JobOutcome outcome) {
   switch (outcome) {
@@ -141,13 +151,7 @@ JobResult RolloutWorker::run_job(const RunId& run, const RolloutJob& job,
     spent += !(a.state == AttemptState::kAborted && a.note.starts_with(kStoppedAttemptNote));
   }
   if (spent >= options_.max_attempts) {  // spent: stored as aborted, never retried again
-    Episode e{.episode_id = job.episode_id,
-              .run_id = run,
-              .task_id = job.task_id,
-              .stage = job.stage,
-              .status = EpisodeStatus::kAborted,
-              .ended_unix_ms = now_unix_ms()};
-    EpisodeRecord record = episode_record(e);
+    EpisodeRecord record = aborted_episode_record(run, job.episode_id, job.task_id, job.stage);
     result.summary = summary_of(record);
     StoreWrite w;
     w.episodes.push_back(std::move(record));

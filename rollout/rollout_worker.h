@@ -174,4 +174,12 @@ inline constexpr std::string_view kStoppedAttemptNote = "stopped:";
 /// The store's record of a finished episode (summary and encoded trajectory).
 EpisodeRecord episode_record(const Episode& episode);
 
+/// The record of an episode that did not run (given up, not prepared, its runner failed): aborted,
+/// no turns, ended now, so the coordinator or the store counts it once and nothing trains on it.
+EpisodeRecord aborted_episode_record(const RunId& run, const EpisodeId& episode, const TaskId& task,
+                                     EpisodeStage stage);
+
+/// A record's summary, with the trajectory's size.
+EpisodeSummary summary_of(const EpisodeRecord& record);
+
 }  // namespace cuda_agent

@@ -1,10 +1,11 @@
-// CAF 0.17 `inspect` overloads for the project's shared value types that travel in the
-// coordinator's actor messages (strong ids, Error, the store's episode, evaluation and baseline
-// records), so the messages are proper CAF types (serializable, printable by deep_to_string) and
-// never CAF_ALLOW_UNSAFE_MESSAGE_TYPE. Found by argument-dependent lookup (namespace cuda_agent).
+// CAF 0.17 `inspect` overloads for the project's shared value types that travel in actor messages
+// (strong ids, Error, the store's episode, evaluation and baseline records, std::optional of any
+// of them), so the messages of the coordinator's and the rollout worker's protocols are proper CAF
+// types (serializable, printable by deep_to_string) and never CAF_ALLOW_UNSAFE_MESSAGE_TYPE. Found
+// by argument-dependent lookup (namespace cuda_agent).
 //
-// These belong with the types' owners (core/, messages/) once another part needs them; they live
-// here because core/ and messages/ do not depend on CAF.
+// They live in actors/, beside the actor runtime, because core/ and messages/ do not depend on
+// CAF.
 //
 // Threading: free functions without state.
 #pragma once
@@ -13,6 +14,9 @@
 #include <caf/meta/load_callback.hpp>
 #include <caf/meta/type_name.hpp>
 #include <caf/none.hpp>
+
+#include <optional>
+#include <utility>
 
 #include "core/error.h"
 #include "core/ids.h"
@@ -29,6 +33,23 @@ typename Inspector::result_type inspect(Inspector& f, StrongId<Tag, Rep>& x) {
     return caf::none;
   });
   return f(rep, rebuild);
+}
+
+/// std::optional<T> for a T of this namespace (CAF 0.17 knows only caf::optional): a presence flag
+/// and the value (default-constructed when absent). Argument-dependent lookup finds it through T.
+template <class Inspector, class T>
+typename Inspector::result_type inspect(Inspector& f, std::optional<T>& x) {
+  bool present = x.has_value();
+  T value = present ? *x : T{};
+  auto rebuild = caf::meta::load_callback([&]() -> caf::error {
+    if (present) {
+      x = std::move(value);
+    } else {
+      x.reset();
+    }
+    return caf::none;
+  });
+  return f(present, value, rebuild);
 }
 
 template <class Inspector>
