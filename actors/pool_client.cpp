@@ -31,25 +31,29 @@ struct CallWaiter {
   PoolOutcome outcome;
 };
 
-// A callback and its argument, run after the mutex is released.
+Error closed_error() {
+  return make_error(ErrorCategory::kUnavailable, "pool.client_closed", "client is closed");
+}
+
+// An outcome on its way to a callback or a blocked caller's waiter (filled by the io thread
+// after a turn, callbacks outside the mutex).
 struct Ready {
   PoolCallback done;
-  StatsCallback stats_done;
+  std::shared_ptr<CallWaiter> waiter;
   PoolOutcome outcome;
+  StatsCallback stats_done;
   Expected<PoolStats> stats = Error{};
 };
 
 }  // namespace
 
-// Leader/follower on one DEALER under mutex_: a caller sends its request on its own thread (no
-// hand-off); a thread blocked in call() watches the socket itself while nobody else does, so its
-// reply wakes it directly; the io thread watches only while async calls or stats wait and no
-// caller does. Watching = polling the socket's ZMQ_FD without the mutex; every thread that
-// uses the socket takes in what is readable before it lets the mutex go (ZMQ_FD is
-// edge-triggered and a send may swallow the edge). The leader also reads the connection monitor
-// (ConnectionMonitor, pool_transport.h): a lost connection starts the reconnect clock, a new one
-// re-sends what waits, a refused handshake fails everything. Nobody reads it while nothing waits;
-// its events (state changes only) then wait for the next leader, who replays them in order.
+// One io thread owns the DEALER, its connection monitor and every pending request; it waits in
+// zmq::poll on the socket, the monitor and an eventfd, and nothing else touches them. Callers hand
+// their requests over through `inbox_` (under mutex_) and wake it through the eventfd; a blocked
+// caller then waits on `answered_` for its waiter. zmq::poll on a ZeroMQ socket is level-
+// triggered (it asks the socket for ZMQ_EVENTS), so a send cannot hide a reply from the next
+// poll. The monitor: a lost connection starts the reconnect clock, a new one re-sends what waits,
+// a refused handshake fails everything.
 class PoolClient::Impl {
  public:
   explicit Impl(const PoolClientOptions& options) : options_(options) {}
@@ -58,7 +62,7 @@ class PoolClient::Impl {
   }
   Status start();
   void close_client();
-  /// Sends a request; `done` or `waiter` gets the outcome.
+  /// Hands a request to the io thread; `done` or `waiter` gets the outcome.
   void submit(std::string id, std::int64_t deadline_unix_ms, PoolFrames frames, PoolCallback done,
               std::shared_ptr<CallWaiter> waiter);
   void submit_stats(std::int64_t deadline_unix_ms, StatsCallback done);
@@ -69,6 +73,16 @@ class PoolClient::Impl {
   const PoolClientOptions options_;
 
  private:
+  // What a caller hands to the io thread.
+  struct Command {
+    enum class Kind : std::uint8_t { kSubmit, kStats, kSync } kind = Kind::kSubmit;
+    std::string id;
+    std::int64_t deadline_unix_ms = 0;
+    PoolFrames frames;
+    PoolCallback done;
+    std::shared_ptr<CallWaiter> waiter;  // kSubmit (blocked caller), kSync
+    StatsCallback stats_done;
+  };
   struct Pending {
     std::int64_t deadline_unix_ms = 0;
     std::int64_t submitted_unix_ms = 0;
@@ -90,14 +104,11 @@ class PoolClient::Impl {
   using Lock = std::unique_lock<std::mutex>;
 
   void io_loop();
-  /// One turn as the leader: poll until something arrives, a deadline or a wake, take it in,
-  /// expire. Called and returns with the lock held.
-  void lead_once(Lock& lock, std::vector<Ready>& ready, std::int64_t until_unix_ms);
-  /// Reads the socket to EAGAIN; returns how many messages it took.
-  std::size_t take_in(std::vector<Ready>& ready);
-  /// After a send (mutex held): reads the socket now if a leader waits on it, else leaves that to
-  /// the next leader (`unread_`).
-  void read_after_send(std::vector<Ready>& ready);
+  /// Hands `command` over and wakes the io thread; false when the client is closed.
+  bool hand_over(Command command);
+  void handle(Command& command, std::vector<Ready>& ready);
+  /// Reads the socket until nothing waits.
+  void take_in(std::vector<Ready>& ready);
   void on_reply(std::vector<zmq::message_t>& parts, std::size_t dropped, std::vector<Ready>& ready);
   void complete(const std::string& id, PoolOutcome outcome, std::vector<Ready>& ready);
   void expire(std::int64_t now, std::vector<Ready>& ready);
@@ -108,33 +119,27 @@ class PoolClient::Impl {
   void resend_pending();
   /// Fails the requests that have waited reconnect_timeout_ms without a connected broker.
   void fail_unreachable(std::int64_t now, std::vector<Ready>& ready);
+  /// When the next poll must end at the latest (a deadline, the reconnect clock, 1 s).
+  std::int64_t next_wake(std::int64_t now) const;
   /// The frames of `p`, shared, for one more send.
   static PoolFrames share(PoolFrames& frames);
-  /// Hands the watch on after a turn: to a blocked caller, else to the io thread if async work
-  /// waits.
-  void hand_on();
-  void wake_leader();
-  static void run(std::vector<Ready>& ready);
-  bool io_has_work() const { return async_waiting_ > 0 || !stats_waiters_.empty() || closed_; }
+  /// Runs the callbacks and fills the blocked callers' waiters (their lock taken here).
+  void run(std::vector<Ready>& ready);
 
   int wake_fd_ = -1;
   zmq::context_t context_{1};
-  std::mutex mutex_;  // the socket and everything below
-  zmq::socket_t broker_{context_, zmq::socket_type::dealer};
-  std::condition_variable callers_cv_;  // blocked callers not leading
-  std::condition_variable io_cv_;       // the io thread when not leading
-  std::condition_variable idle_cv_;     // close_client() waiting for blocked callers to leave
+  zmq::socket_t broker_{context_, zmq::socket_type::dealer};  // the io thread's only
+  std::thread thread_;
+
+  std::mutex mutex_;                  // inbox_, closed_, waiters' fields, blocked_
+  std::condition_variable answered_;  // blocked callers
+  std::condition_variable idle_;      // close_client() waiting for blocked callers to leave
+  std::deque<Command> inbox_;
   bool closed_ = false;
-  bool leader_active_ = false;
-  // Sent on since the socket was last read to EAGAIN: a send may process the socket's commands
-  // and spend its ZMQ_FD edge, so the next leader reads the socket before it waits. A sender
-  // reads it at once only while a leader is blocked on the descriptor (no extra system call per
-  // request otherwise).
-  bool unread_ = false;
-  std::int64_t leader_wakes_at_ = 0;  // unix ms the leader's poll ends at the latest
-  std::size_t blocked_ = 0;           // callers in wait() whose outcome is not in yet
-  std::size_t async_waiting_ = 0;     // callbacks in pending_
-  std::uint64_t late_replies_ = 0;
+  std::size_t blocked_ = 0;  // callers inside wait()
+  std::atomic<std::uint64_t> late_replies_{0};
+
+  // The io thread's own.
   StringMap<Pending> pending_;
   std::multimap<std::int64_t, std::string> deadlines_;
   std::deque<StatsWaiter> stats_waiters_;
@@ -144,7 +149,6 @@ class PoolClient::Impl {
   std::uint64_t outages_ = 0;  // connections lost so far
   std::int64_t lost_since_unix_ms_ = 0;         // when the last one was lost (or the client began)
   std::int64_t unreachable_check_unix_ms_ = 0;  // next fail_unreachable() due; 0: none
-  std::thread thread_;
 };
 
 Status PoolClient::Impl::start() {
@@ -190,12 +194,69 @@ Status PoolClient::Impl::start() {
   return Status::ok();
 }
 
-void PoolClient::Impl::wake_leader() {
+bool PoolClient::Impl::hand_over(Command command) {
+  {
+    Lock lock(mutex_);
+    if (closed_) return false;
+    inbox_.push_back(std::move(command));
+  }
   const std::uint64_t one = 1;
   (void)!write(wake_fd_, &one, sizeof one);
+  return true;
+}
+
+void PoolClient::Impl::submit(std::string id, std::int64_t deadline_unix_ms, PoolFrames frames,
+                              PoolCallback done, std::shared_ptr<CallWaiter> waiter) {
+  PoolOutcome closed{RequestId{id}, closed_error(), 0, WorkerId{}};
+  const bool blocked = waiter != nullptr;
+  if (hand_over(Command{.kind = Command::Kind::kSubmit,
+                        .id = std::move(id),
+                        .deadline_unix_ms = deadline_unix_ms,
+                        .frames = std::move(frames),
+                        .done = done,
+                        .waiter = waiter})) {
+    return;
+  }
+  if (blocked) {
+    Lock lock(mutex_);
+    waiter->outcome = std::move(closed);
+    waiter->done = true;
+    return;
+  }
+  done(std::move(closed));
+}
+
+void PoolClient::Impl::submit_stats(std::int64_t deadline_unix_ms, StatsCallback done) {
+  if (hand_over(Command{
+          .kind = Command::Kind::kStats, .deadline_unix_ms = deadline_unix_ms, .stats_done = done}))
+    return;
+  done(closed_error());
+}
+
+bool PoolClient::Impl::wait(const std::shared_ptr<CallWaiter>& waiter,
+                            std::int64_t give_up_at_unix_ms) {
+  Lock lock(mutex_);
+  ++blocked_;
+  answered_.wait_until(
+      lock, std::chrono::system_clock::time_point(std::chrono::milliseconds(give_up_at_unix_ms)),
+      [&] { return waiter->done; });
+  --blocked_;
+  if (closed_ && blocked_ == 0) idle_.notify_all();  // the destructor may go on
+  return waiter->done;
 }
 
 void PoolClient::Impl::run(std::vector<Ready>& ready) {
+  bool filled = false;
+  {
+    Lock lock(mutex_);
+    for (Ready& r : ready) {
+      if (!r.waiter) continue;
+      r.waiter->outcome = std::move(r.outcome);
+      r.waiter->done = true;
+      filled = true;
+    }
+  }
+  if (filled) answered_.notify_all();
   for (Ready& r : ready) {
     if (r.done) r.done(std::move(r.outcome));
     if (r.stats_done) r.stats_done(std::move(r.stats));
@@ -203,228 +264,123 @@ void PoolClient::Impl::run(std::vector<Ready>& ready) {
   ready.clear();
 }
 
-void PoolClient::Impl::submit(std::string id, std::int64_t deadline_unix_ms, PoolFrames frames,
-                              PoolCallback done, std::shared_ptr<CallWaiter> waiter) {
-  std::vector<Ready> ready;
-  {
-    Lock lock(mutex_);
-    if (closed_) {
-      Error e = make_error(ErrorCategory::kUnavailable, "pool.client_closed", "client is closed");
-      PoolOutcome o{RequestId{id}, e, 0, WorkerId{}};
-      if (waiter) {
-        waiter->outcome = std::move(o);
-        waiter->done = true;
+void PoolClient::Impl::handle(Command& c, std::vector<Ready>& ready) {
+  switch (c.kind) {
+    case Command::Kind::kSync: ready.push_back(Ready{.waiter = std::move(c.waiter)}); return;
+    case Command::Kind::kStats:
+      if (!refusal_.code.empty()) {
+        ready.push_back(Ready{.stats_done = std::move(c.stats_done), .stats = refusal_});
         return;
       }
-      lock.unlock();
-      done(std::move(o));
-      return;
-    }
-    auto add = [&](Pending& p) {
-      if (waiter) {
-        p.waiters.push_back(std::move(waiter));
-      } else {
-        p.done.push_back(std::move(done));
-        ++async_waiting_;
-      }
-    };
-    auto refuse = [&](Error error) {
-      PoolOutcome o{RequestId{id}, std::move(error), 0, WorkerId{}};
-      if (waiter) {
-        waiter->outcome = std::move(o);
-        waiter->done = true;
-      } else {
-        ready.push_back(Ready{std::move(done), {}, std::move(o)});
-      }
-    };
-    if (auto it = pending_.find(id); it != pending_.end()) {
-      add(it->second);  // same id in flight: share its outcome
-    } else if (!refusal_.code.empty()) {
-      refuse(refusal_);  // the broker refused this client's handshake: nothing gets through
-    } else {
-      PoolFrames kept = share(frames);
-      bool sent = false;
-      try {
-        sent = send_frames(broker_, frames, zmq::send_flags::dontwait);
-      } catch (const zmq::error_t& e) {
-        log_error(zmq_failure("pool client send", e));
-      }
-      if (!sent) {
-        // Past the socket's high-water mark (the broker has been away for long): refuse now
-        // rather than block every caller.
-        refuse(make_error(ErrorCategory::kUnavailable, "pool.client_backlog",
-                          "too many requests wait for the broker in this client"));
-      } else {
-        Pending& p = pending_[id];
-        p.deadline_unix_ms = deadline_unix_ms;
-        p.submitted_unix_ms = now_unix_ms();
-        p.frames = std::move(kept);
-        p.sent_while_down = !monitor_.connected();
-        p.sent_outage = outages_;
-        p.by_deadline = deadlines_.emplace(deadline_unix_ms, id);
-        add(p);
-        // A new deadline, or a first request waiting for a broker that is away: the leader's
-        // poll must end in time for it.
-        if (leader_active_ && (deadline_unix_ms < leader_wakes_at_ || !monitor_.connected())) {
-          wake_leader();
-        }
-      }
-    }
-    read_after_send(ready);
-    if (!leader_active_ && async_waiting_ > 0) io_cv_.notify_one();
-  }
-  run(ready);
-}
-
-void PoolClient::Impl::submit_stats(std::int64_t deadline_unix_ms, StatsCallback done) {
-  {
-    Lock lock(mutex_);
-    if (!closed_ && !refusal_.code.empty()) {
-      Error refused = refusal_;
-      lock.unlock();
-      done(std::move(refused));
-      return;
-    }
-    if (!closed_) {
-      std::vector<Ready> ready;
-      stats_waiters_.push_back(StatsWaiter{deadline_unix_ms, std::move(done)});
+      stats_waiters_.push_back(StatsWaiter{c.deadline_unix_ms, std::move(c.stats_done)});
       try {
         (void)broker_.send(take_frame(encode_pool(PoolStatsRequest{})), zmq::send_flags::dontwait);
       } catch (const zmq::error_t& e) {
         log_error(zmq_failure("pool client send", e));
       }
-      read_after_send(ready);
-      if (leader_active_) {
-        wake_leader();  // a new deadline to watch
-      } else {
-        io_cv_.notify_one();
-      }
-      lock.unlock();
-      run(ready);
       return;
-    }
+    case Command::Kind::kSubmit: break;
   }
-  done(make_error(ErrorCategory::kUnavailable, "pool.client_closed", "client is closed"));
-}
-
-bool PoolClient::Impl::wait(const std::shared_ptr<CallWaiter>& waiter,
-                            std::int64_t give_up_at_unix_ms) {
-  std::vector<Ready> ready;
-  Lock lock(mutex_);
-  ++blocked_;
-  while (!waiter->done && now_unix_ms() < give_up_at_unix_ms) {
-    if (!leader_active_) {
-      lead_once(lock, ready, give_up_at_unix_ms);
-      if (!ready.empty()) {
-        lock.unlock();
-        run(ready);
-        lock.lock();
-      }
-      continue;
+  auto add = [&](Pending& p) {
+    if (c.waiter) {
+      p.waiters.push_back(std::move(c.waiter));
+    } else {
+      p.done.push_back(std::move(c.done));
     }
-    callers_cv_.wait_until(
-        lock, std::chrono::system_clock::time_point(std::chrono::milliseconds(give_up_at_unix_ms)));
+  };
+  auto refuse = [&](Error error) {
+    ready.push_back(
+        Ready{.done = std::move(c.done),
+              .waiter = std::move(c.waiter),
+              .outcome = PoolOutcome{RequestId{c.id}, std::move(error), 0, WorkerId{}}});
+  };
+  if (auto it = pending_.find(c.id); it != pending_.end()) {
+    add(it->second);  // same id in flight: share its outcome
+    return;
   }
-  --blocked_;
-  if (closed_ && blocked_ == 0) idle_cv_.notify_all();  // the destructor may go on
-  return waiter->done;
-}
-
-void PoolClient::Impl::lead_once(Lock& lock, std::vector<Ready>& ready,
-                                 std::int64_t until_unix_ms) {
-  leader_active_ = true;
+  if (!refusal_.code.empty()) {
+    refuse(refusal_);  // the broker refused this client's handshake: nothing gets through
+    return;
+  }
+  PoolFrames kept = share(c.frames);
+  bool sent = false;
   try {
-    // The connection's news first: a re-send or a refusal changes what this turn waits for.
-    watch_connection(ready);
-    fail_unreachable(now_unix_ms(), ready);
+    sent = send_frames(broker_, c.frames, zmq::send_flags::dontwait);
   } catch (const zmq::error_t& e) {
-    if (e.num() != EINTR) log_error(zmq_failure("pool client monitor", e));
+    log_error(zmq_failure("pool client send", e));
   }
-  const std::int64_t now = now_unix_ms();
-  std::int64_t wakes_at = std::min(until_unix_ms, now + 1000);
-  if (!deadlines_.empty()) wakes_at = std::min(wakes_at, deadlines_.begin()->first);
-  if (!stats_waiters_.empty()) {
-    wakes_at = std::min(wakes_at, stats_waiters_.front().deadline_unix_ms);
+  if (!sent) {
+    // Past the socket's high-water mark (the broker has been away for long): refuse now rather
+    // than hold every caller.
+    refuse(make_error(ErrorCategory::kUnavailable, "pool.client_backlog",
+                      "too many requests wait for the broker in this client"));
+    return;
   }
-  if (unreachable_check_unix_ms_ > 0) wakes_at = std::min(wakes_at, unreachable_check_unix_ms_);
-  leader_wakes_at_ = wakes_at;
-  try {
-    // What a send left unread first; when that brings anything in, this turn ends without a wait.
-    if (!(unread_ && take_in(ready) > 0)) {
-      const int fd = broker_.get(zmq::sockopt::fd);
-      const int monitor_fd = monitor_.fd();
-      lock.unlock();
-      zmq::pollitem_t items[] = {{nullptr, fd, ZMQ_POLLIN, 0},
-                                 {nullptr, wake_fd_, ZMQ_POLLIN, 0},
-                                 {nullptr, monitor_fd, ZMQ_POLLIN, 0}};
-      zmq::poll(items, monitor_fd >= 0 ? 3 : 2,
-                std::chrono::milliseconds(std::max<std::int64_t>(wakes_at - now, 0)));
-      if (items[1].revents & ZMQ_POLLIN) {
-        std::uint64_t count = 0;
-        (void)!read(wake_fd_, &count, sizeof count);
-      }
-      lock.lock();
-      take_in(ready);
-      watch_connection(ready);
-    }
-  } catch (const zmq::error_t& e) {
-    if (!lock.owns_lock()) lock.lock();
-    if (e.num() != EINTR) log_error(zmq_failure("pool client loop", e));
-  }
-  expire(now_unix_ms(), ready);
-  leader_active_ = false;
-  hand_on();
+  Pending& p = pending_[c.id];
+  p.deadline_unix_ms = c.deadline_unix_ms;
+  p.submitted_unix_ms = now_unix_ms();
+  p.frames = std::move(kept);
+  p.sent_while_down = !monitor_.connected();
+  p.sent_outage = outages_;
+  p.by_deadline = deadlines_.emplace(c.deadline_unix_ms, c.id);
+  add(p);
 }
 
-void PoolClient::Impl::hand_on() {
-  if (blocked_ > 0) callers_cv_.notify_all();  // outcomes in, or one of them leads next
-  if (io_has_work()) io_cv_.notify_one();
+std::int64_t PoolClient::Impl::next_wake(std::int64_t now) const {
+  std::int64_t at = now + 1000;
+  if (!deadlines_.empty()) at = std::min(at, deadlines_.begin()->first);
+  if (!stats_waiters_.empty()) at = std::min(at, stats_waiters_.front().deadline_unix_ms);
+  if (unreachable_check_unix_ms_ > 0) at = std::min(at, unreachable_check_unix_ms_);
+  return at;
 }
 
 void PoolClient::Impl::io_loop() {
   std::vector<Ready> ready;
-  Lock lock(mutex_);
-  while (!closed_) {
-    if (!leader_active_ && io_has_work()) {
-      lead_once(lock, ready, now_unix_ms() + 1000);
-      if (!ready.empty()) {
-        lock.unlock();
-        run(ready);
-        lock.lock();
+  std::deque<Command> commands;
+  zmq::pollitem_t items[] = {{broker_.handle(), 0, ZMQ_POLLIN, 0},
+                             {nullptr, wake_fd_, ZMQ_POLLIN, 0},
+                             {monitor_.handle(), 0, ZMQ_POLLIN, 0}};
+  const int watched = monitor_.handle() ? 3 : 2;
+  for (;;) {
+    bool closing = false;
+    try {
+      // The connection's news first: a re-send or a refusal changes what the requests meet.
+      watch_connection(ready);
+      take_in(ready);
+      {
+        Lock lock(mutex_);
+        commands.swap(inbox_);
+        closing = closed_;
       }
-      continue;
+      for (Command& c : commands) handle(c, ready);
+      commands.clear();
+      const std::int64_t now = now_unix_ms();
+      expire(now, ready);
+      run(ready);
+      if (closing) break;
+      zmq::poll(
+          items, watched,
+          std::chrono::milliseconds(std::max<std::int64_t>(next_wake(now_unix_ms()) - now, 0)));
+      if (items[1].revents & ZMQ_POLLIN) {
+        std::uint64_t count = 0;
+        (void)!read(wake_fd_, &count, sizeof count);
+      }
+    } catch (const zmq::error_t& e) {
+      if (e.num() == ETERM) break;
+      if (e.num() != EINTR) log_error(zmq_failure("pool client loop", e));
     }
-    io_cv_.wait(lock);
   }
-  fail_all(make_error(ErrorCategory::kUnavailable, "pool.client_closed", "client is closed"),
-           ready);
-  if (blocked_ > 0) callers_cv_.notify_all();
-  lock.unlock();
+  fail_all(closed_error(), ready);
   run(ready);
 }
 
-void PoolClient::Impl::read_after_send(std::vector<Ready>& ready) {
-  if (leader_active_) {
-    take_in(ready);
-  } else {
-    unread_ = true;
-  }
-}
-
-std::size_t PoolClient::Impl::take_in(std::vector<Ready>& ready) {
-  std::size_t dropped = 0, taken = 0;
+void PoolClient::Impl::take_in(std::vector<Ready>& ready) {
+  std::size_t dropped = 0;
   try {
-    // Until EAGAIN, which processes the socket's pending commands as ZMQ_EVENTS would: asking
-    // ZMQ_EVENTS before each message cost a system call per message.
-    while (recv_multipart(broker_, parts_, 2, dropped)) {
-      on_reply(parts_, dropped, ready);
-      ++taken;
-    }
-    unread_ = false;
+    while (recv_multipart(broker_, parts_, 2, dropped)) on_reply(parts_, dropped, ready);
   } catch (const zmq::error_t& e) {
     if (e.num() != EINTR) log_error(zmq_failure("pool client receive", e));
   }
-  return taken;
 }
 
 void PoolClient::Impl::on_reply(std::vector<zmq::message_t>& parts, std::size_t dropped,
@@ -436,8 +392,8 @@ void PoolClient::Impl::on_reply(std::vector<zmq::message_t>& parts, std::size_t 
   if (m && std::holds_alternative<PoolStats>(*m)) {
     // Without a waiter: the answer to a request whose waiter gave up (or was failed); dropped.
     if (stats_waiters_.empty()) return;
-    ready.push_back(
-        Ready{{}, std::move(stats_waiters_.front().done), {}, std::get<PoolStats>(std::move(*m))});
+    ready.push_back(Ready{.stats_done = std::move(stats_waiters_.front().done),
+                          .stats = std::get<PoolStats>(std::move(*m))});
     stats_waiters_.pop_front();
     return;
   }
@@ -473,16 +429,12 @@ void PoolClient::Impl::complete(const std::string& id, PoolOutcome outcome,
   Pending p = std::move(it->second);
   pending_.erase(it);
   deadlines_.erase(p.by_deadline);
-  async_waiting_ -= p.done.size();
-  for (auto& waiter : p.waiters) {
-    waiter->outcome = outcome;
-    waiter->done = true;
-  }
+  for (auto& waiter : p.waiters)
+    ready.push_back(Ready{.waiter = std::move(waiter), .outcome = outcome});
   for (std::size_t i = 0; i < p.done.size(); ++i) {
-    ready.push_back(
-        Ready{std::move(p.done[i]), {}, i + 1 < p.done.size() ? outcome : std::move(outcome)});
+    ready.push_back(Ready{.done = std::move(p.done[i]),
+                          .outcome = i + 1 < p.done.size() ? outcome : std::move(outcome)});
   }
-  if (!p.waiters.empty()) callers_cv_.notify_all();
 }
 
 void PoolClient::Impl::expire(std::int64_t now, std::vector<Ready>& ready) {
@@ -496,11 +448,9 @@ void PoolClient::Impl::expire(std::int64_t now, std::vector<Ready>& ready) {
     complete(id, PoolOutcome{RequestId{id}, deadline_error(id, why), 0, WorkerId{}}, ready);
   }
   while (!stats_waiters_.empty() && stats_waiters_.front().deadline_unix_ms <= now) {
-    ready.push_back(Ready{
-        {},
-        std::move(stats_waiters_.front().done),
-        {},
-        make_error(ErrorCategory::kTimeout, "pool.stats_timeout", "no stats before the timeout")});
+    ready.push_back(Ready{.stats_done = std::move(stats_waiters_.front().done),
+                          .stats = make_error(ErrorCategory::kTimeout, "pool.stats_timeout",
+                                              "no stats before the timeout")});
     stats_waiters_.pop_front();
   }
   fail_unreachable(now, ready);
@@ -511,7 +461,8 @@ void PoolClient::Impl::fail_all(const Error& error, std::vector<Ready>& ready) {
     std::string id = pending_.begin()->first;
     complete(id, PoolOutcome{RequestId{id}, error, 0, WorkerId{}}, ready);
   }
-  for (auto& w : stats_waiters_) ready.push_back(Ready{{}, std::move(w.done), {}, error});
+  for (auto& w : stats_waiters_)
+    ready.push_back(Ready{.stats_done = std::move(w.done), .stats = error});
   stats_waiters_.clear();
 }
 
@@ -568,7 +519,6 @@ void PoolClient::Impl::resend_pending() {
     p.sent_outage = outages_;
     ++resent;
   }
-  unread_ = true;  // the sends may have spent the socket's edge
   log_info("pool broker connected again; waiting requests re-sent",
            {{"broker", options_.broker_endpoint},
             {"waiting", std::to_string(pending_.size())},
@@ -604,16 +554,13 @@ void PoolClient::Impl::fail_unreachable(std::int64_t now, std::vector<Ready>& re
 }
 
 std::uint64_t PoolClient::Impl::late_replies() {
-  // Replies nobody waits for are taken in by whoever next uses the socket: take them in now.
-  std::vector<Ready> ready;
-  std::uint64_t late = 0;
-  {
-    Lock lock(mutex_);
-    if (!closed_) take_in(ready);
-    late = late_replies_;
+  // Replies nobody waits for are counted when the io thread takes them in: let it read the
+  // socket once more first.
+  auto waiter = std::make_shared<CallWaiter>();
+  if (hand_over(Command{.kind = Command::Kind::kSync, .waiter = waiter})) {
+    (void)wait(waiter, now_unix_ms() + 5000);
   }
-  run(ready);
-  return late;
+  return late_replies_.load();
 }
 
 void PoolClient::Impl::close_client() {
@@ -621,15 +568,15 @@ void PoolClient::Impl::close_client() {
     Lock lock(mutex_);
     if (closed_) return;
     closed_ = true;
-    io_cv_.notify_one();
-    if (leader_active_) wake_leader();
   }
+  const std::uint64_t one = 1;
+  (void)!write(wake_fd_, &one, sizeof one);
   if (thread_.joinable()) thread_.join();
   // Callers still inside wait() (their outcome is in: the io thread failed every pending call)
-  // must leave it before the socket and the mutex go.
+  // must leave it before the members go.
   Lock lock(mutex_);
-  callers_cv_.notify_all();
-  idle_cv_.wait(lock, [&] { return blocked_ == 0; });
+  answered_.notify_all();
+  idle_.wait(lock, [&] { return blocked_ == 0; });
 }
 
 Expected<std::unique_ptr<PoolClient>> PoolClient::connect(const PoolClientOptions& options) {

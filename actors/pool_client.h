@@ -31,15 +31,13 @@
 //  - past the socket's high-water mark (500 requests) a new request is refused at once with
 //    "pool.client_backlog" (category unavailable) instead of blocking.
 //
-// Threading: one DEALER socket, shared under a mutex by the threads that use it (leader/follower,
-// no hand-off on a request's path): a caller sends its request on its own thread; a thread blocked
-// in call() watches the socket itself while nobody else does, so its reply wakes it directly; an
-// io thread watches while async calls or stats requests wait and no blocked caller does, and
-// enforces their deadlines. call(), call_async(), stats() and late_replies() are safe from any
-// thread. A callback runs once, on whichever of these threads took its reply in (or on the calling
-// thread when a request is refused before it is sent), never under the client's mutex; it must
-// not block for long, as other replies wait behind it. The destructor completes every pending
-// call with "pool.client_closed".
+// Threading: one io thread owns the DEALER socket and its connection monitor and waits in
+// zmq::poll; callers hand requests to it (a queue and an eventfd) and a blocked caller waits for
+// its outcome on a condition variable. call(), call_async(), stats() and late_replies() are safe
+// from any thread. A callback runs once, on the io thread (or on the calling thread when a request
+// is refused before it is handed over, or the client is closed); it must not block for long, as
+// other replies wait behind it. The destructor completes every pending call with
+// "pool.client_closed".
 #pragma once
 
 #include <chrono>

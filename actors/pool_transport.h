@@ -96,6 +96,9 @@ class ConnectionMonitor {
   /// The monitor socket's ZMQ_FD, to poll beside the monitored socket's. Edge-triggered like it:
   /// read next() until kNone before polling again. -1 when not started.
   int fd();
+  /// The monitor socket itself, for zmq::poll (level-triggered: no edge to lose); nullptr when
+  /// not started.
+  void* handle() { return pair_ ? pair_->handle() : nullptr; }
   /// Takes in the next event that changes something: kUp (handshake done: connected), kDown (a
   /// connection was lost), kRefused (see refusal()); kNone once nothing more waits.
   Change next();

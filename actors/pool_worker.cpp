@@ -26,17 +26,13 @@ WorkerId default_worker_id() {
 
 }  // namespace
 
-// Leader/follower: slots + 1 threads share the DEALER under mutex_. The leader polls the socket's
-// ZMQ_FD (without holding the mutex), takes in what arrived, sends heartbeats and reconnects; when
-// it takes in work and has a free slot it runs the handler itself, then sends the result on the
-// socket. So a request costs no hand-off between threads on its way through the worker. A
-// follower takes over the watch at once while another slot is free; with every slot busy it
-// takes over when the next heartbeat is due (followers wait with that timeout), so a quick
-// handler on a one-slot worker wakes nobody.
-// Every thread that uses the socket takes in whatever is readable before it lets the mutex go:
-// ZMQ_FD is edge-triggered and any send may swallow the edge. The leader also reads the
-// connection monitor (ConnectionMonitor, pool_transport.h): a broker connected again after a
-// lost connection gets a Ready at once, and a refused handshake is logged once per streak.
+// One io thread owns the DEALER and its connection monitor: it waits in zmq::poll on the socket,
+// the monitor and an eventfd, takes in work, sends heartbeats, results and announcements, and
+// reconnects. `slots` handler threads take the work from `jobs_` and put each result in
+// `results_`, waking the io thread through the eventfd. zmq::poll on a ZeroMQ socket is level-
+// triggered, so a send cannot hide a message from the next poll. The monitor: a broker connected
+// again after a lost connection gets a Ready at once, and a refused handshake is logged once per
+// streak.
 class PoolWorker::Impl {
  public:
   Impl(const PoolWorkerOptions& options, PoolHandler handler)
@@ -61,47 +57,56 @@ class PoolWorker::Impl {
   }
 
  private:
-  void member_loop();
-  /// Leads until there is work for a free slot or the worker stops; returns with the lock held.
-  void lead(std::unique_lock<std::mutex>& lock);
+  struct Result {
+    RequestId id;
+    Expected<PoolBytes> result = Error{};
+  };
+
+  void io_loop();
+  void handler_loop();
   Expected<PoolBytes> run(WorkItem& item);
   Status connect();
   void send_envelope(std::string envelope);
   /// Sends Ready with the ids this worker holds.
   void announce();
-  /// Takes in every readable message (mutex_ held).
+  /// Takes in every message waiting in the socket.
   void take_in();
-  /// Reads the connection monitor until nothing waits (mutex_ held).
+  /// Reads the connection monitor until nothing waits.
   void watch_connection();
   void on_broker_message(std::vector<zmq::message_t>& parts, std::size_t dropped);
+  /// Sends the results the handlers finished; returns how many.
+  std::size_t send_results();
   void answer(const RequestId& id, Expected<PoolBytes> result);
-  void wake_leader();
+  void wake_io();
 
   const PoolHandler handler_;
   LogLimiter limiter_;
   zmq::context_t context_{1};
-  int wake_fd_ = -1;  // eventfd the leader polls beside the socket: stop and last result
+  int wake_fd_ = -1;  // eventfd the io thread polls beside the socket: results and the stop
 
   std::mutex api_mutex_;
   bool stopped_ = false;  // under api_mutex_
 
-  std::mutex mutex_;  // the socket and everything below
-  std::condition_variable followers_;
-  std::optional<zmq::socket_t> broker_;
+  std::mutex mutex_;              // everything up to the io thread's own below
+  std::condition_variable work_;  // handler threads waiting for a job
   std::deque<WorkItem> jobs_;
-  StringSet held_;  // ids queued or running
-  bool leader_active_ = false;
-  bool stopping_ = false;
+  std::deque<Result> results_;
   std::int64_t running_ = 0;
+  bool stopping_ = false;
+  Error refusal_;  // the last handshake refused (empty code: none since)
+
+  // The io thread's own.
+  std::optional<zmq::socket_t> broker_;
+  StringSet held_;  // ids queued, running or with a result not yet sent
   std::vector<zmq::message_t> parts_;
   SteadyTime last_from_broker_;
   SteadyTime next_heartbeat_;
   std::uint64_t heartbeat_seq_ = 0;
   ConnectionMonitor monitor_;     // after broker_: closed before it
   bool lost_connection_ = false;  // since the last connection was made
-  Error refusal_;                 // the last handshake refused (empty code: none since)
 
-  std::vector<std::thread> threads_;
+  std::thread io_thread_;
+  std::vector<std::thread> handlers_;
 };
 
 Status PoolWorker::Impl::start() {
@@ -120,17 +125,18 @@ Status PoolWorker::Impl::start() {
   if (wake_fd_ < 0) {
     return make_error(ErrorCategory::kIo, "pool.eventfd", "cannot create the worker's eventfd");
   }
-  {
-    std::lock_guard lock(mutex_);
-    RETURN_IF_ERROR(connect());
-    next_heartbeat_ = std::chrono::steady_clock::now() +
-                      std::chrono::milliseconds(options_.heartbeat_interval_ms);
-  }
-  for (std::int64_t i = 0; i <= options_.slots; ++i)
-    threads_.emplace_back([this] {
-      name_this_thread("pool-worker");
-      member_loop();
+  RETURN_IF_ERROR(connect());
+  next_heartbeat_ =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.heartbeat_interval_ms);
+  for (std::int64_t i = 0; i < options_.slots; ++i)
+    handlers_.emplace_back([this] {
+      name_this_thread("pool-handler");
+      handler_loop();
     });
+  io_thread_ = std::thread([this] {
+    name_this_thread("pool-worker");
+    io_loop();
+  });
   return Status::ok();
 }
 
@@ -170,107 +176,97 @@ void PoolWorker::Impl::send_envelope(std::string envelope) {
   (void)broker_->send(take_frame(std::move(envelope)), zmq::send_flags::dontwait);
 }
 
-void PoolWorker::Impl::wake_leader() {
+void PoolWorker::Impl::wake_io() {
   const std::uint64_t one = 1;
   (void)!write(wake_fd_, &one, sizeof one);
 }
 
-void PoolWorker::Impl::member_loop() {
+void PoolWorker::Impl::handler_loop() {
   std::unique_lock lock(mutex_);
   for (;;) {
-    if (!stopping_ && !jobs_.empty() && running_ < options_.slots) {
-      WorkItem item = std::move(jobs_.front());
-      jobs_.pop_front();
-      ++running_;
-      // While a slot is free, someone must watch the socket and take any job still queued; with
-      // every slot busy nobody is woken: the watch waits for the next heartbeat (a follower's
-      // timed wait) and queued jobs for the next free slot, which saves a wake-up per request.
-      if (running_ < options_.slots && (!leader_active_ || !jobs_.empty())) followers_.notify_one();
-      lock.unlock();
-      Expected<PoolBytes> result = run(item);
-      lock.lock();
-      try {
-        answer(item.header.request_id, std::move(result));
-        // The send may have spent the socket's ZMQ_FD edge. Only a leader blocked on the
-        // descriptor could miss that; without one, the next leader reads the socket to EAGAIN
-        // before it waits (lead()), which saves a system call per request.
-        if (leader_active_) take_in();
-      } catch (const zmq::error_t& e) {
-        log_error(zmq_failure("pool worker result", e));
-      }
-      held_.erase(item.header.request_id.value());
-      if (--running_ == 0 && stopping_) wake_leader();
-      continue;
-    }
-    if (stopping_ && running_ == 0 && !leader_active_) return;
-    if (!leader_active_ && (stopping_ || running_ < options_.slots ||
-                            std::chrono::steady_clock::now() >= next_heartbeat_)) {
-      lead(lock);
-      continue;
-    }
-    // Wakes for the next heartbeat in case the watch is vacant then (all slots busy); not
-    // sooner than 1 ms from now, so followers do not spin while the leader sends an overdue one.
-    followers_.wait_until(lock, std::max(next_heartbeat_, std::chrono::steady_clock::now() +
-                                                              std::chrono::milliseconds(1)));
+    work_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
+    if (jobs_.empty()) return;  // stopping, nothing left to take
+    WorkItem item = std::move(jobs_.front());
+    jobs_.pop_front();
+    ++running_;
+    lock.unlock();
+    Expected<PoolBytes> result = run(item);
+    lock.lock();
+    --running_;
+    results_.push_back(Result{item.header.request_id, std::move(result)});
+    wake_io();
   }
 }
 
-void PoolWorker::Impl::lead(std::unique_lock<std::mutex>& lock) {
-  leader_active_ = true;
+std::size_t PoolWorker::Impl::send_results() {
+  std::deque<Result> done;
+  {
+    std::lock_guard lock(mutex_);
+    done.swap(results_);
+  }
+  for (Result& r : done) {
+    try {
+      answer(r.id, std::move(r.result));
+    } catch (const zmq::error_t& e) {
+      log_error(zmq_failure("pool worker result", e));
+    }
+    held_.erase(r.id.value());
+  }
+  return done.size();
+}
+
+void PoolWorker::Impl::io_loop() {
   const auto interval = std::chrono::milliseconds(options_.heartbeat_interval_ms);
   const auto broker_timeout = std::chrono::milliseconds(options_.broker_timeout_ms);
   for (;;) {
     try {
+      send_results();
       take_in();
+      bool stopping = false;
+      {
+        std::lock_guard lock(mutex_);
+        stopping = stopping_;
+        // Stopping ends once every handler has returned and its result is out.
+        if (stopping && running_ == 0 && results_.empty()) break;
+      }
       const auto now = std::chrono::steady_clock::now();
       if (now >= next_heartbeat_) {
         send_envelope(encode_pool(PoolHeartbeat{options_.worker_id, ++heartbeat_seq_}));
         next_heartbeat_ = now + interval;
-        take_in();
       }
       watch_connection();
-      if (now - last_from_broker_ > broker_timeout) {
+      if (!stopping && now - last_from_broker_ > broker_timeout) {
         // After a refused handshake ZeroMQ does not try again: a new socket does, quietly (the
         // refusal was logged once; a broker that accepts the key again ends the streak).
-        (refusal_.code.empty() ? log_warn : log_debug)(
+        bool refused = false;
+        {
+          std::lock_guard lock(mutex_);
+          refused = !refusal_.code.empty();
+        }
+        (refused ? log_debug : log_warn)(
             "pool broker silent; reconnecting",
             {{"worker", options_.worker_id.value()}, {"broker", options_.broker_endpoint}});
         Status s = connect();
         if (!s) log_error(s.error(), {{"worker", options_.worker_id.value()}});
-        take_in();
       }
-      if (stopping_ ? running_ == 0 : (!jobs_.empty() && running_ < options_.slots)) break;
-      const int fd = broker_->get(zmq::sockopt::fd);
-      const int monitor_fd = monitor_.fd();
-      auto wait = std::chrono::ceil<std::chrono::milliseconds>(next_heartbeat_ - now);
-      lock.unlock();
-      zmq::pollitem_t items[] = {{nullptr, fd, ZMQ_POLLIN, 0},
+      zmq::pollitem_t items[] = {{broker_->handle(), 0, ZMQ_POLLIN, 0},
                                  {nullptr, wake_fd_, ZMQ_POLLIN, 0},
-                                 {nullptr, monitor_fd, ZMQ_POLLIN, 0}};
-      zmq::poll(items, monitor_fd >= 0 ? 3 : 2, std::max(wait, std::chrono::milliseconds(0)));
+                                 {monitor_.handle(), 0, ZMQ_POLLIN, 0}};
+      const auto wait = std::chrono::ceil<std::chrono::milliseconds>(next_heartbeat_ - now);
+      zmq::poll(items, monitor_.handle() ? 3 : 2, std::max(wait, std::chrono::milliseconds(0)));
       if (items[1].revents & ZMQ_POLLIN) {
         std::uint64_t count = 0;
         (void)!read(wake_fd_, &count, sizeof count);
       }
-      lock.lock();
     } catch (const zmq::error_t& e) {
-      if (!lock.owns_lock()) lock.lock();
       if (e.num() == ETERM) break;
       if (e.num() != EINTR) log_error(zmq_failure("pool worker loop", e));
     }
-  }
-  leader_active_ = false;
-  if (stopping_) {
-    followers_.notify_all();
-  } else if (running_ + 1 < options_.slots) {
-    followers_.notify_one();  // a slot stays free after this thread takes the work
   }
 }
 
 void PoolWorker::Impl::take_in() {
   std::size_t dropped = 0;
-  // Until EAGAIN, which processes the socket's pending commands as ZMQ_EVENTS would: asking
-  // ZMQ_EVENTS before each message cost a system call per message.
   while (recv_multipart(*broker_, parts_, 3, dropped)) {
     last_from_broker_ = std::chrono::steady_clock::now();
     on_broker_message(parts_, dropped);
@@ -281,24 +277,35 @@ void PoolWorker::Impl::watch_connection() {
   for (;;) {
     switch (monitor_.next()) {
       case ConnectionMonitor::Change::kNone: return;
-      case ConnectionMonitor::Change::kUp:
-        if (!refusal_.code.empty()) {
+      case ConnectionMonitor::Change::kUp: {
+        bool was_refused = false;
+        {
+          std::lock_guard lock(mutex_);
+          was_refused = !refusal_.code.empty();
+          refusal_ = Error{};
+        }
+        if (was_refused) {
           log_info("pool broker accepts this worker's key again",
                    {{"worker", options_.worker_id.value()}, {"broker", options_.broker_endpoint}});
-          refusal_ = Error{};
         }
         // A broker on the other end of a new connection may be a restarted one that does not
         // know this worker: announce now rather than after a heartbeat and its reregister.
         if (lost_connection_) announce();
         lost_connection_ = false;
         break;
+      }
       case ConnectionMonitor::Change::kDown: lost_connection_ = true; break;
       case ConnectionMonitor::Change::kRefused: {
-        const bool first = refusal_.code.empty();
-        refusal_ = monitor_.refusal();
+        bool first = false;
+        const Error refusal = monitor_.refusal();
+        {
+          std::lock_guard lock(mutex_);
+          first = refusal_.code.empty();
+          refusal_ = refusal;
+        }
         if (first) {
-          log_error(refusal_, {{"worker", options_.worker_id.value()}});
-          if (options_.on_refusal) options_.on_refusal(refusal_);
+          log_error(refusal, {{"worker", options_.worker_id.value()}});
+          if (options_.on_refusal) options_.on_refusal(refusal);
         }
         break;
       }
@@ -326,6 +333,7 @@ void PoolWorker::Impl::on_broker_message(std::vector<zmq::message_t>& parts, std
       problem = make_error(ErrorCategory::kInvalidInput, "wire.malformed",
                            "work without a payload of payloadBytes bytes");
     } else {
+      std::unique_lock lock(mutex_);
       // Stopping: not taken; the broker re-queues it when the Disconnect arrives.
       if (stopping_) return;
       // A request this worker holds already is not run twice: its result answers the broker that
@@ -336,9 +344,9 @@ void PoolWorker::Impl::on_broker_message(std::vector<zmq::message_t>& parts, std
         ++duplicates_;
         return;
       }
-      // The thread taking it in takes the first job; it wakes a follower for the rest only
-      // while a slot is free (member_loop).
       jobs_.push_back(WorkItem{std::move(work->header), std::move(*payload), work->attempt});
+      lock.unlock();
+      work_.notify_one();
       return;
     }
   } else {
@@ -373,8 +381,8 @@ Expected<PoolBytes> PoolWorker::Impl::run(WorkItem& item) {
 }
 
 void PoolWorker::Impl::answer(const RequestId& id, Expected<PoolBytes> result) {
-  // Never blocks while holding the mutex: past the high-water mark (broker unreachable for a
-  // long time) the result is dropped; the broker re-queues the request when it drops the worker.
+  // Never blocks the io thread: past the high-water mark (broker unreachable for a long time) the
+  // result is dropped; the broker re-queues the request when it drops the worker.
   PoolResult r;
   r.request_id = id;
   if (!result) {
@@ -391,18 +399,21 @@ void PoolWorker::Impl::stop() {
   std::lock_guard api_lock(api_mutex_);
   if (stopped_) return;
   stopped_ = true;
+  std::vector<std::string> dropped;
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
-    for (const auto& job : jobs_) held_.erase(job.header.request_id.value());
+    // Queued work is not run: the broker re-queues it when the Disconnect arrives.
+    for (const auto& job : jobs_) dropped.push_back(job.header.request_id.value());
     jobs_.clear();
   }
-  if (wake_fd_ >= 0) wake_leader();
-  followers_.notify_all();
-  for (auto& t : threads_) t.join();
-  std::lock_guard lock(mutex_);
+  work_.notify_all();
+  for (auto& t : handlers_) t.join();
+  if (wake_fd_ >= 0) wake_io();
+  if (io_thread_.joinable()) io_thread_.join();  // it sends the last results, then ends
   try {
-    if (broker_ && !threads_.empty()) {
+    if (broker_ && !handlers_.empty()) {
+      for (const std::string& id : dropped) held_.erase(id);
       send_envelope(encode_pool(PoolDisconnect{options_.worker_id}));
       broker_->set(zmq::sockopt::linger, 1000);  // let the Disconnect and last results out
       broker_.reset();

@@ -18,13 +18,12 @@
 // broker_timeout_ms. A broker host that does not resolve fails start() with
 // "pool.host_unresolvable" ("cannot resolve host HOST in ENDPOINT").
 //
-// Threading: slots + 1 threads share the DEALER socket under one mutex (leader/follower). One of
-// them, the leader, watches the socket and sends heartbeats (so a long handler never delays one);
-// when work arrives it hands the watch to an idle thread and runs the handler itself, then sends
-// the result on the socket from that thread. A request therefore crosses no thread hand-off inside
-// the worker. At most `slots` handlers run at once, concurrently with each other. start(), stop()
-// and the accessors may be called from any thread. stop() and the destructor wait for running
-// handlers to return: a handler should honour the item's deadline.
+// Threading: one io thread owns the DEALER socket (it waits in zmq::poll, takes in work, sends
+// heartbeats and results, reconnects), so a long handler never delays a heartbeat; `slots`
+// handler threads run the handlers, at most `slots` at once, concurrently with each other, and
+// hand each result back to the io thread. start(), stop() and the accessors may be called from
+// any thread. stop() and the destructor wait for running handlers to return: a handler should
+// honour the item's deadline.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,5 @@
 #include "actors/work_pool_broker.h"
 
-#include <poll.h>
 #include <zmq.h>
 
 #include <algorithm>
@@ -30,7 +29,6 @@ Status validate(const WorkPoolBrokerOptions& o) {
   if (o.max_slots_per_worker < 1) return bad("max_slots_per_worker must be >= 1");
   if (o.housekeeping_interval_ms < 1) return bad("housekeeping_interval_ms must be >= 1");
   if (o.io_threads < 1 || o.io_threads > 64) return bad("io_threads must be in 1..64");
-  if (o.spin_us < 0 || o.spin_us > 10'000) return bad("spin_us must be in 0..10000");
   if (o.curve && o.curve->allowed_client_public_z85.empty()) {
     return bad("CURVE needs at least one allowed client public key");
   }
@@ -61,7 +59,6 @@ class WorkPoolBroker::Impl : public PoolOutbox {
  private:
   void send(zmq::socket_t& socket, const std::string& peer, std::string envelope,
             zmq::message_t* payload) {
-    (&socket == &clients_ ? clients_unread_ : workers_unread_) = true;  // see run()
     PoolFrames frames = pool_frames(std::move(envelope), payload);
     // A ROUTER never blocks: a message to a gone or full peer is dropped.
     (void)socket.send(zmq::buffer(peer), zmq::send_flags::sndmore);
@@ -90,9 +87,6 @@ class WorkPoolBroker::Impl : public PoolOutbox {
   zmq::socket_t control_{context_, zmq::socket_type::pair};      // broker thread's end
   zmq::socket_t control_api_{context_, zmq::socket_type::pair};  // API end, under api_mutex_
   std::optional<zmq::socket_t> zap_;
-  // The ROUTER may hold messages whose ZMQ_FD edge is spent: it fired, or this thread sent on
-  // the socket, since the socket was last read to EAGAIN (run()).
-  bool clients_unread_ = true, workers_unread_ = true;
   std::uint64_t wakes_ = 0, messages_read_ = 0;   // PoolStats.wakes, .messagesRead
   std::unordered_set<std::string> allowed_keys_;  // 32-byte binary CURVE public keys
   PoolDispatcher dispatcher_;
@@ -160,87 +154,53 @@ Status WorkPoolBroker::Impl::bind() {
 }
 
 void WorkPoolBroker::Impl::run() {
-  // Every socket is watched through its ZMQ_FD as a plain descriptor, which is edge-triggered:
-  // once it fires, the socket must be read until EAGAIN (that recv processes the socket's pending
-  // commands, as ZMQ_EVENTS would). A send may process commands too and so swallow an edge, so a
-  // ROUTER this thread sent on since its last EAGAIN is read again before the thread sleeps
-  // (`clients_unread_`, `workers_unread_`, set by send()). Nothing else is probed: each probe of
-  // an idle socket is a poll system call inside libzmq (zmq::poll makes four per wait on two
-  // sockets), and those were most of this thread's time.
-  std::vector<pollfd> fds = {{clients_.get(zmq::sockopt::fd), POLLIN, 0},
-                             {workers_.get(zmq::sockopt::fd), POLLIN, 0},
-                             {control_.get(zmq::sockopt::fd), POLLIN, 0}};
-  if (zap_) fds.push_back({zap_->get(zmq::sockopt::fd), POLLIN, 0});
-  auto readable = [](zmq::socket_t& socket) {
-    return (socket.get(zmq::sockopt::events) & ZMQ_POLLIN) != 0;
-  };
+  // One thread owns the sockets and waits in zmq::poll on them. zmq::poll on a ZeroMQ socket is
+  // level-triggered (it asks the socket for ZMQ_EVENTS): a socket with a message waiting is
+  // ready, whatever a send did to its descriptor's edge meanwhile. A wake reads at most 256
+  // messages from each ROUTER, so that one busy side does not starve the other; what is left
+  // makes the next poll return at once.
+  const int watched = zap_ ? 4 : 3;
+  zmq::pollitem_t items[] = {{clients_.handle(), 0, ZMQ_POLLIN, 0},
+                             {workers_.handle(), 0, ZMQ_POLLIN, 0},
+                             {control_.handle(), 0, ZMQ_POLLIN, 0},
+                             {zap_ ? zap_->handle() : nullptr, 0, ZMQ_POLLIN, 0}};
   const auto interval = std::chrono::milliseconds(options_.housekeeping_interval_ms);
   auto next_housekeeping = std::chrono::steady_clock::now() + interval;
   std::vector<zmq::message_t> parts;
   std::size_t dropped = 0;
-  // Reads until EAGAIN, then clears `unread`; at most 256 messages, so that one busy socket does
-  // not starve the other (`unread` then stays set and the socket is read again after it).
-  auto drain = [&](zmq::socket_t& socket, bool& unread, auto on_message) {
-    for (int i = 0; i < 256; ++i) {
-      if (!recv_multipart(socket, parts, 3, dropped)) {
-        unread = false;
-        return;
-      }
+  auto drain = [&](zmq::socket_t& socket, auto on_message) {
+    for (int i = 0; i < 256 && recv_multipart(socket, parts, 3, dropped); ++i) {
       (this->*on_message)(parts, dropped);
       ++messages_read_;
     }
   };
-  clients_unread_ = workers_unread_ = true;
-  std::uint64_t read_before_wait = 0;  // messages_read_ when the thread last waited (spin_us)
+  auto readable = [](zmq::socket_t& socket) {
+    return (socket.get(zmq::sockopt::events) & ZMQ_POLLIN) != 0;
+  };
   for (;;) {
     try {
-      for (;;) {
-        while (clients_unread_ || workers_unread_) {
-          if (clients_unread_) drain(clients_, clients_unread_, &Impl::on_client_message);
-          if (workers_unread_) drain(workers_, workers_unread_, &Impl::on_worker_message);
-        }
-        if (std::chrono::steady_clock::now() < next_housekeeping) break;
-        dispatcher_.housekeeping(now());
-        if (auto peak = dispatcher_.shrink_if_drained()) give_back_memory(*peak);
-        next_housekeeping = std::chrono::steady_clock::now() + interval;
-        // And both ROUTERs are read on every housekeeping tick, so that an edge spent in a way
-        // this loop does not foresee delays a message by one interval at most.
-        clients_unread_ = workers_unread_ = true;
-      }
-      auto wait = std::chrono::ceil<std::chrono::milliseconds>(next_housekeeping -
-                                                               std::chrono::steady_clock::now());
-      for (pollfd& f : fds) f.revents = 0;
-      const int timeout_ms = static_cast<int>(std::max<std::int64_t>(wait.count(), 0));
-      int ready = 0;
-      if (options_.spin_us > 0 && messages_read_ != read_before_wait) {
-        const auto spin_until =
-            std::chrono::steady_clock::now() + std::chrono::microseconds(options_.spin_us);
-        do {
-          ready = ::poll(fds.data(), fds.size(), 0);
-        } while (ready == 0 && std::chrono::steady_clock::now() < spin_until);
-      }
-      read_before_wait = messages_read_;
-      if (ready == 0) ready = ::poll(fds.data(), fds.size(), timeout_ms);
-      if (ready < 0) {
-        if (errno != EINTR)
-          log_error(make_error(ErrorCategory::kIo, "pool.poll", std::strerror(errno)));
-        continue;
-      }
-      if (fds[0].revents || fds[1].revents) ++wakes_;
-      clients_unread_ = fds[0].revents != 0;
-      workers_unread_ = fds[1].revents != 0;
-      if (fds[2].revents) {
+      const auto wait = std::chrono::ceil<std::chrono::milliseconds>(
+          next_housekeeping - std::chrono::steady_clock::now());
+      zmq::poll(items, watched, std::max(wait, std::chrono::milliseconds(0)));
+      if (items[0].revents || items[1].revents) ++wakes_;
+      if (items[0].revents & ZMQ_POLLIN) drain(clients_, &Impl::on_client_message);
+      if (items[1].revents & ZMQ_POLLIN) drain(workers_, &Impl::on_worker_message);
+      if (items[2].revents & ZMQ_POLLIN) {
         while (readable(control_))
           if (!on_control()) return;
       }
-      if (zap_ && fds[3].revents) {
+      if (zap_ && (items[3].revents & ZMQ_POLLIN)) {
         while (readable(*zap_)) on_zap();
+      }
+      if (std::chrono::steady_clock::now() >= next_housekeeping) {
+        dispatcher_.housekeeping(now());
+        if (auto peak = dispatcher_.shrink_if_drained()) give_back_memory(*peak);
+        next_housekeeping = std::chrono::steady_clock::now() + interval;
       }
     } catch (const zmq::error_t& e) {
       if (e.num() == ETERM) return;
       if (e.num() != EINTR)
         log_error(zmq_failure("pool broker loop", e), {{"pool", options_.name}});
-      clients_unread_ = workers_unread_ = true;  // whatever was mid-read is read again
     }
   }
 }

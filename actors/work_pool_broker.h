@@ -93,11 +93,6 @@ struct WorkPoolBrokerOptions {
   /// client connections use the first and worker connections the others (ZMQ_AFFINITY), so
   /// neither side's traffic queues behind the other's. Default: 2.
   std::int64_t io_threads = 2;
-  /// After a wake that read messages, the broker thread keeps checking its sockets without
-  /// sleeping for this long before it blocks: under load the next message then finds it awake
-  /// (no wake-up latency) at the price of a busy core for up to this long after each burst.
-  /// An experiment for the wire bench (`pool_spin`); 0 (the default): off. At most 10000.
-  std::int64_t spin_us = 0;
   /// How often deadlines and heartbeats are checked: the precision of both. Default: 10 ms.
   std::int64_t housekeeping_interval_ms = 10;
   /// Log lines about bad frames allowed per second; the rest are counted. Default: 10.

@@ -10,7 +10,6 @@
 //   pool       PoolClient -> WorkPoolBroker -> PoolWorker (4 hops): the product path
 //   pool_p0    the same with prefetch 0: the broker waits for each result before dispatching
 //   pool_nc    pool with the broker's result cache off (no retained results)
-//   pool_spin  pool whose broker polls for 50 us before it sleeps after a busy wake (spin_us)
 //   pool_io1   pool whose broker context has one ZeroMQ I/O thread instead of two
 // Round trip: one request at a time, p50 and p99 of N. Throughput: a window of W outstanding
 // requests, requests per second over M (--requests, default 50,000; 400 at 1 MiB). Broker
@@ -34,8 +33,8 @@
 #include "actors/pool_client.h"
 #include "actors/pool_dispatch.h"
 #include "actors/pool_worker.h"
-#include "actors/wire_bench_raw.h"
 #include "actors/work_pool_broker.h"
+#include "bench/wire_bench_raw.h"
 #include "core/log.h"
 #include "core/malloc_tuning.h"
 
@@ -128,10 +127,9 @@ class DirectPath : public Path {
 
 class PoolPath : public Path {
  public:
-  PoolPath(int prefetch, bool cache, std::int64_t spin_us = 0, std::int64_t io_threads = 2) {
+  PoolPath(int prefetch, bool cache, std::int64_t io_threads = 2) {
     WorkPoolBrokerOptions o;
     if (!cache) o.result_cache_entries = 0;
-    o.spin_us = spin_us;
     o.io_threads = io_threads;
     cache_entries_ = o.result_cache_entries;
     cache_bytes_ = o.result_cache_bytes;
@@ -405,7 +403,7 @@ int main(int argc, char** argv) {
   std::vector<std::size_t> sizes = {64, 4096, 1 << 20};
   const char* usage =
       "usage: bench_wire [--rounds=R] [--sizes=64,4096,1048576] [--window=16] [--requests=50000] "
-      "[raw_echo|raw_relay|direct|pool|pool_p0|pool_nc|pool_spin|pool_io1 ...]\n";
+      "[raw_echo|raw_relay|direct|pool|pool_p0|pool_nc|pool_io1 ...]\n";
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--rounds=", 9) == 0) {
       auto r = count_option(argv[i], 9, 1, 1000, "a count of rounds", usage);
@@ -464,14 +462,13 @@ int main(int argc, char** argv) {
   PoolPath pool(window - 1, true);
   PoolPath pool_strict(0, true);
   PoolPath pool_no_cache(window - 1, false);
-  PoolPath pool_spin(window - 1, true, 50);
-  PoolPath pool_io1(window - 1, true, 0, 1);
+  PoolPath pool_io1(window - 1, true, 1);
   struct Named {
     const char* name;
     Path* path;
-  } paths[] = {{"raw_echo", &raw_echo},   {"raw_relay", &raw_relay}, {"direct", &direct},
-               {"pool", &pool},           {"pool_p0", &pool_strict}, {"pool_nc", &pool_no_cache},
-               {"pool_spin", &pool_spin}, {"pool_io1", &pool_io1}};
+  } paths[] = {{"raw_echo", &raw_echo}, {"raw_relay", &raw_relay}, {"direct", &direct},
+               {"pool", &pool},         {"pool_p0", &pool_strict}, {"pool_nc", &pool_no_cache},
+               {"pool_io1", &pool_io1}};
   for (const char* n : names) {
     if (std::none_of(std::begin(paths), std::end(paths),
                      [&](const Named& p) { return std::strcmp(p.name, n) == 0; })) {
@@ -504,9 +501,8 @@ int main(int argc, char** argv) {
   std::printf(
       "pool: worker with 1 handler slot and prefetch %d, default result cache (every result "
       "kept, up to 256 MiB); pool_p0: prefetch 0 (the broker waits for each result before the "
-      "next dispatch); pool_nc: result cache off; pool_spin: pool whose broker polls 50 us "
-      "before it sleeps after a wake that read messages (WorkPoolBrokerOptions::spin_us); "
-      "pool_io1: pool whose broker has one ZeroMQ I/O thread (io_threads 1; default 2)\n\n",
+      "next dispatch); pool_nc: result cache off; pool_io1: pool whose broker has one ZeroMQ I/O "
+      "thread (io_threads 1; default 2)\n\n",
       window - 1);
   std::printf(
       "cpu_us and ctx_sw: per round trip, all threads of this process (CPU time user+sys, "
