@@ -329,7 +329,9 @@ int run_eval(const EvalArgs& a) {
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     const JobResult& r = ran.jobs[i];
     const Task& task = *job_task[i];
-    EvalEpisodeResult result{.task_id = task.id.value(), .subset = subset_of(task)};
+    EvalEpisodeResult result{.task_id = task.id.value(),
+                             .subset = subset_of(task),
+                             .aborted = r.summary.status == EpisodeStatus::kAborted};
     switch (r.outcome) {
       case JobOutcome::kNotStarted:
       case JobOutcome::kStopped: continue;

@@ -225,18 +225,32 @@ Episode EpisodeRunner::run() {
   for (std::int64_t turn_index = 0; turn_index < spec_.budgets.max_turns; ++turn_index) {
     const std::int64_t wall_left =
         spec_.budgets.wall_ms - static_cast<std::int64_t>(ms_since(started));
-    if (wall_left <= 0 || context_tokens() >= spec_.budgets.max_context_tokens) break;
+    // The turn asks for no more new tokens than the context has room for (an estimate:
+    // context_tokens(); the server's refusal below covers what it misses).
+    const std::int64_t room = spec_.budgets.max_context_tokens - context_tokens();
+    if (wall_left <= 0 || room <= 0) break;
     PolicyRequest request{.messages = messages_,
                           .tools = agent_tools(),
                           .temperature = spec_.temperature,
                           .top_p = spec_.top_p,
-                          .max_new_tokens = spec_.max_new_tokens_per_turn,
+                          .max_new_tokens = spec_.max_new_tokens_per_turn > 0
+                                                ? std::min(spec_.max_new_tokens_per_turn, room)
+                                                : 0,
                           .seed = spec_.seed == 0 ? 0 : spec_.seed + turn_index,
                           .deadline_unix_ms = now_unix_ms() + wall_left};
     if (token_exact_) request.context_token_ids.assign(sequence_.begin(), sequence_.end());
     const auto t0 = Clock::now();
     auto reply = spec_.policy->next(request);
     Status exact = reply ? take_prompt_tokens(*reply, turn_index) : Status{};
+    if (!reply && reply.error().code == kPolicyContextLimit) {
+      // The context is full: the episode ends truncated and its workspace is evaluated, as when
+      // its turns run out; not aborted (that is for a policy server or tool that failed).
+      Turn full{.role = TurnRole::kTool, .policy_version = spec_.policy_version};
+      full.tool_results.push_back(
+          {"context_full", "the context is full: " + reply.error().message, true});
+      episode_.turns.push_back(std::move(full));
+      break;
+    }
     if (!reply || !exact) {
       const Error& e = reply ? exact.error() : reply.error();
       Turn failed{.role = TurnRole::kTool, .policy_version = spec_.policy_version};

@@ -168,6 +168,40 @@ TEST_F(EpisodeTest, NoCallAndUnknownToolsAreAnsweredAndCounted) {
   EXPECT_EQ(e.status, EpisodeStatus::kCompleted);
 }
 
+// Found on the H100 (issue 25's demo): the server refused a turn whose prompt + max_tokens passed
+// its context, and the episode ended aborted, which evaluation then scored 0 instead of a failure.
+// Now each turn asks for no more than the context has room for, and a refusal for the context
+// ends the episode truncated, with its workspace evaluated like one out of turns.
+TEST_F(EpisodeTest, AFullContextEndsTheEpisodeTruncatedNotAborted) {
+  auto replay = ReplayPolicy::parse(transcript(), "transcript");
+  ASSERT_TRUE(replay) << replay.error().to_string();
+  struct ContextPolicy final : PolicyBackend {
+    PolicyBackend* inner = nullptr;
+    std::vector<std::int64_t> asked;  // max_new_tokens of each call
+    Expected<PolicyTurn> next(const PolicyRequest& r) override {
+      asked.push_back(r.max_new_tokens);
+      if (asked.size() == 3)
+        return make_error(ErrorCategory::kInvalidInput, std::string(kPolicyContextLimit),
+                          "prompt 4000 tokens + max_tokens 512 = 4512 exceeds the context limit");
+      return inner->next(r);
+    }
+    std::string describe() const override { return "context"; }
+  } policy;
+  policy.inner = replay->get();
+  CompileOnlyTools tools(*client_, {});
+  EpisodeSpec s = spec(&policy, &tools);
+  s.max_new_tokens_per_turn = 1'000'000;
+  s.budgets.max_context_tokens = 20'000;
+  Episode e = run_episode(s);
+  EXPECT_EQ(e.status, EpisodeStatus::kTruncated);
+  ASSERT_EQ(policy.asked.size(), 3u);
+  EXPECT_LE(policy.asked[0], 20'000) << "a turn asks for no more than the context's room";
+  EXPECT_LT(policy.asked[1], policy.asked[0]) << "the room shrinks as the context grows";
+  EXPECT_EQ(e.turns.back().tool_results[0].call_id, "final_evaluation")
+      << "the workspace is scored";
+  EXPECT_EQ(e.final_reward, -1) << "nothing was built yet at the second turn";
+}
+
 // The compile-only reward: the recorded episode's final workspace builds, so +1; the agent's
 // verify and benchmark calls get the plain answer; the final report says what was measured.
 TEST_F(EpisodeTest, CompileOnlyRewardIsPlusOneForAWorkspaceThatBuilds) {

@@ -9,6 +9,7 @@ namespace cuda_agent {
 namespace {
 
 bool better(const EvalEpisodeResult& a, const EvalEpisodeResult& b) {
+  if (a.aborted != b.aborted) return b.aborted;  // a scored episode beats an aborted one
   if (a.reward_tier != b.reward_tier) return a.reward_tier > b.reward_tier;
   return a.speedup_vs_compile > b.speedup_vs_compile;
 }
@@ -16,7 +17,7 @@ bool better(const EvalEpisodeResult& a, const EvalEpisodeResult& b) {
 void add(EvalFigures& f, const EvalEpisodeResult& r, double& log_eager, std::size_t& n_eager,
          double& log_compile, std::size_t& n_compile) {
   ++f.tasks;
-  ++f.tiers[r.reward_tier];
+  ++f.tiers[r.aborted ? -1 : r.reward_tier];  // a task with no scored episode failed
   if (!r.correct) return;
   ++f.correct;
   if (r.speedup_vs_eager > 1) ++f.faster_than_eager;
@@ -127,6 +128,15 @@ std::string bars_svg(const EvalSummary& s) {
   return svg + "</svg>\n";
 }
 
+// "Over all N episodes: mean reward ..., positive reward ...%." and the aborted ones, not scored.
+std::string episodes_line(const EvalSummary& s) {
+  std::string line = fmt::format("Over all {} episodes", s.episodes);
+  if (s.aborted > 0)
+    line += fmt::format(" ({} aborted by a failed policy server or tool: not scored)", s.aborted);
+  return line + fmt::format(": mean reward {:+.3f}, positive reward {:.1f}%.", s.mean_reward,
+                            100.0 * s.positive_rate);
+}
+
 }  // namespace
 
 EvalSummary summarize(const std::vector<EvalEpisodeResult>& episodes) {
@@ -139,12 +149,16 @@ EvalSummary summarize(const std::vector<EvalEpisodeResult>& episodes) {
   s.episodes = episodes.size();
   std::size_t positive = 0;
   for (const auto& e : episodes) {
+    if (e.aborted) {
+      ++s.aborted;
+      continue;
+    }
     s.mean_reward += e.reward_tier;
     positive += e.reward_tier > 0 ? 1 : 0;
   }
-  if (s.episodes > 0) {
-    s.mean_reward /= double(s.episodes);
-    s.positive_rate = double(positive) / double(s.episodes);
+  if (const std::size_t scored = s.episodes - s.aborted; scored > 0) {
+    s.mean_reward /= double(scored);
+    s.positive_rate = double(positive) / double(scored);
   }
   std::vector<const EvalEpisodeResult*> all;
   std::map<std::string, std::vector<const EvalEpisodeResult*>> by_subset;
@@ -167,8 +181,7 @@ std::string render_markdown(const EvalSummary& s, const std::string& title) {
       "geomean vs compile |\n|---|---|---|---|---|---|---|\n";
   for (const auto& [name, f] : s.subsets) md += row(name, f);
   md += row("**all**", s.overall);
-  md += fmt::format("\nOver all {} episodes: mean reward {:+.3f}, positive reward {:.1f}%.\n",
-                    s.episodes, s.mean_reward, 100.0 * s.positive_rate);
+  md += "\n" + episodes_line(s) + "\n";
   md += "\nReward tiers (best episode per task): ";
   bool first = true;
   for (int tier : {-1, 1, 2, 3}) {
@@ -205,9 +218,7 @@ std::string render_html(const EvalSummary& s, const std::string& title) {
   };
   for (const auto& [name, f] : s.subsets) html += html_row(name, f);
   html += html_row("all", s.overall) + "</table>\n";
-  html +=
-      fmt::format("<p>Over all {} episodes: mean reward {:+.3f}, positive reward {:.1f}%.</p>\n",
-                  s.episodes, s.mean_reward, 100.0 * s.positive_rate);
+  html += "<p>" + episodes_line(s) + "</p>\n";
   html += "<h2>Speedup vs torch.compile over correct tasks (log2 bins)</h2>\n" + histogram_svg(s);
   html += "<h2>Per task: speedup vs torch.compile (log scale)</h2>\n" + bars_svg(s);
   return html + "</body></html>\n";

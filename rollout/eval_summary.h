@@ -28,6 +28,9 @@ struct EvalEpisodeResult {
   double speedup_vs_eager = 0;    ///< 0 when not timed
   double speedup_vs_compile = 0;  ///< 0 when not timed
   int reward_tier = -1;
+  /// The episode ended aborted (a policy server or tool failed, not the policy): not scored. It
+  /// counts toward no mean and no tier; a task whose every episode aborted counts as failed.
+  bool aborted = false;
 };
 
 struct EvalFigures {
@@ -51,6 +54,7 @@ struct EvalSummary {
   /// Over every episode, not the best per task: what a policy earns on average (issue 25's
   /// figure), and the share of episodes with a positive reward.
   std::size_t episodes = 0;
+  std::size_t aborted = 0;  ///< of `episodes`, not scored (mean and share are over the rest)
   double mean_reward = 0;
   double positive_rate = 0;
   EvalFigures overall;

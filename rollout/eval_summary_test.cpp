@@ -62,5 +62,24 @@ TEST(EvalSummary, NothingCorrectGivesZeroGeomeansAndNoSubsetsWhenUnnamed) {
             std::string::npos);
 }
 
+// An aborted episode (a policy server or tool failed) is not scored: not in the mean, not a
+// tier of its own; a scored episode of its task counts instead, and a task with none fails.
+TEST(EvalSummary, AbortedEpisodesAreCountedButNotScored) {
+  EvalEpisodeResult aborted{"a", "", false, 0, 0, 0};
+  aborted.aborted = true;
+  EvalEpisodeResult failed{"a", "", false, 0, 0, -1};
+  EvalEpisodeResult only_aborted = aborted;
+  only_aborted.task_id = "b";
+  EvalSummary s = summarize({aborted, failed, only_aborted});
+  EXPECT_EQ(s.episodes, 3u);
+  EXPECT_EQ(s.aborted, 2u);
+  EXPECT_DOUBLE_EQ(s.mean_reward, -1.0) << "over the one scored episode";
+  EXPECT_EQ(s.overall.tiers.at(-1), 2u) << "task a's scored episode, task b with none";
+  EXPECT_EQ(s.overall.tiers.count(0), 0u);
+  EXPECT_NE(render_markdown(s, "t").find("2 aborted by a failed policy server or tool: not "
+                                         "scored"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace cuda_agent

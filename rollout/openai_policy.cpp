@@ -43,6 +43,17 @@ std::string server_message(const std::string& body) {
   return body.substr(0, 300);
 }
 
+// True for a refusal because prompt + max_tokens passes the model's context: our engine's
+// "engine.context_limit", OpenAI's and vLLM-style servers' "context_length_exceeded".
+bool context_limit_refusal(const std::string& body) {
+  auto j = json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("error") || !j["error"].is_object())
+    return false;
+  const auto& e = j["error"];
+  const auto code = e.contains("code") && e["code"].is_string() ? e["code"].get<std::string>() : "";
+  return code == "engine.context_limit" || code == "context_length_exceeded";
+}
+
 }  // namespace
 
 std::string openai_request_body(const std::string& model, const PolicyRequest& request,
@@ -293,9 +304,12 @@ Expected<PolicyTurn> OpenAiPolicy::next(const PolicyRequest& request) {
                                     r->status == 404 || r->status == 422
                                 ? ErrorCategory::kInvalidInput
                                 : ErrorCategory::kUnavailable;
-      return make_error(category, "policy.http_" + std::to_string(r->status),
-                        "POST " + url + " answered " + std::to_string(r->status) + ": " +
-                            server_message(r->body));
+      const bool context = r->status == 400 && context_limit_refusal(r->body);
+      return make_error(
+          category,
+          context ? std::string(kPolicyContextLimit) : "policy.http_" + std::to_string(r->status),
+          "POST " + url + " answered " + std::to_string(r->status) + ": " +
+              server_message(r->body));
     }
     if (attempt == options_.max_attempts) break;
     wait = std::min(wait, options_.backoff_max_ms);

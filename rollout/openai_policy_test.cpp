@@ -123,6 +123,27 @@ TEST_F(OpenAiPolicyTest, RetriesOverloadAndDroppedConnectionsThenSucceeds) {
   EXPECT_EQ(server.received().size(), 4u);
 }
 
+// A refusal for the context (our engine's code, or OpenAI's) is told apart from any other 400:
+// the episode then ends truncated (rollout/episode.cpp), not aborted.
+TEST_F(OpenAiPolicyTest, AContextLimitRefusalHasItsOwnCode) {
+  ScriptedHttpServer server(
+      {{.status = 400,
+        .body = R"({"error":{"code":"engine.context_limit","message":"prompt 3105 tokens + )"
+                R"(max_tokens 1024 = 4129 exceeds the context limit of 4096 tokens"}})"},
+       {.status = 400, .body = R"({"error":{"code":"context_length_exceeded","message":"x"}})"},
+       {.status = 400, .body = R"({"error":{"code":"engine.bad_sampling","message":"top_p"}})"}});
+  auto first = policy(server.base_url())->next(conversation());
+  ASSERT_FALSE(first);
+  EXPECT_EQ(first.error().code, kPolicyContextLimit);
+  EXPECT_NE(first.error().message.find("4096"), std::string::npos);
+  auto second = policy(server.base_url())->next(conversation());
+  ASSERT_FALSE(second);
+  EXPECT_EQ(second.error().code, kPolicyContextLimit);
+  auto other = policy(server.base_url())->next(conversation());
+  ASSERT_FALSE(other);
+  EXPECT_EQ(other.error().code, "policy.http_400");
+}
+
 TEST_F(OpenAiPolicyTest, GivesUpAfterMaxAttemptsWithTheLastError) {
   std::vector<ScriptedReply> script(3, {.status = 500, .body = R"({"error":{"message":"boom"}})"});
   ScriptedHttpServer server(script);

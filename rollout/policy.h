@@ -70,6 +70,12 @@ struct PolicyTurn {
   std::optional<std::uint64_t> last_policy_version;
 };
 
+/// The error code of a policy call refused because prompt + max_tokens passes the model's context
+/// (an OpenAI-compatible server's 400 "context_length_exceeded", our engine's
+/// "engine.context_limit"). The episode then ends truncated, like one out of turns: the policy
+/// used up its context, which says something about the policy, not the infrastructure.
+inline constexpr std::string_view kPolicyContextLimit = "policy.context_limit";
+
 class PolicyBackend {
  public:
   virtual ~PolicyBackend() = default;

@@ -3,10 +3,12 @@
 
 Usage: scripts/demo_compare.py BASE/episodes.jsonl NEW/episodes.jsonl [--json OUT]
 
-Prints, for each run, the mean reward over every episode, the share of correct episodes and of
-episodes faster than eager, then NEW minus BASE: the mean reward difference with a 95% bootstrap
+Prints, for each run, the mean reward over its scored episodes, the share of correct episodes and
+of episodes faster than eager, then NEW minus BASE: the mean reward difference with a 95% bootstrap
 interval over tasks (10,000 resamples of the task list, seed 0; a task's episodes move together),
-and the ratio of faster-than-eager rates. Only tasks present in both runs count.
+and the ratio of faster-than-eager rates. Only tasks with scored episodes in both runs count. An
+aborted episode (a policy server or tool failed, not the policy) is not scored: it is counted and
+left out, never taken as a reward of 0.
 """
 import json
 import random
@@ -24,25 +26,34 @@ def load(path):
     return by_task
 
 
+def scored(rows):
+    """The episodes that count: an aborted one (a policy server or tool failed, not the policy)
+    is not scored."""
+    return [r for r in rows if r.get("status") != "aborted"]
+
+
 def stats(rows):
+    aborted = len(rows) - len(scored(rows))
+    rows = scored(rows)
     n = len(rows)
     mean = sum(float(r.get("reward", 0.0)) for r in rows) / n if n else float("nan")
     correct = sum(bool(r.get("correct")) for r in rows) / n if n else float("nan")
     faster = sum(bool(r.get("correct")) and float(r.get("speedup_vs_eager") or 0) > 1.0
                  for r in rows) / n if n else float("nan")
-    return {"episodes": n, "mean_reward": mean, "correct_rate": correct, "faster_than_eager_rate": faster}
+    return {"episodes": n, "aborted": aborted, "mean_reward": mean, "correct_rate": correct,
+            "faster_than_eager_rate": faster}
 
 
 def compare(base, new):
     """NEW minus BASE over the tasks both hold: figures as a dict (see the module's text)."""
-    tasks = sorted(set(base) & set(new))
+    tasks = sorted(t for t in set(base) & set(new) if scored(base[t]) and scored(new[t]))
     if not tasks:
         raise ValueError("no task in common")
     b = stats([r for t in tasks for r in base[t]])
     n = stats([r for t in tasks for r in new[t]])
 
     def task_mean(runs, t):
-        rows = runs[t]
+        rows = scored(runs[t])
         return sum(float(r.get("reward", 0.0)) for r in rows) / len(rows)
 
     diffs = [task_mean(new, t) - task_mean(base, t) for t in tasks]
@@ -63,8 +74,9 @@ def main(argv):
         sys.exit("no task in common between %s and %s" % (argv[1], argv[2]))
     for name in ("base", "new"):
         s = out[name]
-        print("%-4s %3d episodes: mean reward %+.3f, correct %.2f, faster than eager %.2f" %
-              (name, s["episodes"], s["mean_reward"], s["correct_rate"], s["faster_than_eager_rate"]))
+        print("%-4s %3d episodes scored (%d aborted, not scored): mean reward %+.3f, correct %.2f, "
+              "faster than eager %.2f" % (name, s["episodes"], s["aborted"], s["mean_reward"],
+                                          s["correct_rate"], s["faster_than_eager_rate"]))
     lo, hi = out["ci95"]
     print("new - base over %d tasks: %+.3f (95%% bootstrap interval over tasks %+.3f .. %+.3f)%s" %
           (out["tasks"], out["mean_reward_difference"], lo, hi,
