@@ -41,6 +41,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "gpu_bench/device_probe.h"
+#include "rollout/seed_corpus.h"
 #include "storage/run_store.h"
 
 namespace cuda_agent::cli {
@@ -351,6 +352,15 @@ Status ensure_initial_model(const RunSetup& r, StopSignals& signals) {
                                    "writing the seed corpus (" + std::to_string(m.corpus.count) +
                                        " transcripts) and its task sets in " + cdir.string(),
                                    std::move(argv), std::chrono::minutes(10)));
+  }
+  // Budgets that cut off most transcripts make the whole run learn nothing: say so up front.
+  if (auto shape = corpus_shape(corpus.string()); !shape) {
+    log_warn("cannot read the corpus's shape", {{"error", shape.error().to_string()}});
+  } else if (const std::string w =
+                 corpus_budget_warning(*shape, m.rollout.max_turns, m.rollout.max_context_tokens);
+             !w.empty()) {
+    std::printf("WARNING: %s\n", w.c_str());
+    std::fflush(stdout);
   }
   const fs::path init = cdir / "init-model";
   if (!fs::exists(init / "config.json")) {

@@ -3,7 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -253,6 +255,65 @@ std::string corpus_json_line(const CorpusTranscript& t) {
   }
   j["messages"] = std::move(messages);
   return j.dump(-1, ' ', false, ojson::error_handler_t::replace);
+}
+
+Expected<CorpusShape> corpus_shape(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return make_error(ErrorCategory::kIo, "corpus.read", "cannot read the corpus " + path);
+  std::vector<std::int64_t> turns, tokens;
+  std::string line;
+  for (std::size_t number = 1; std::getline(in, line); ++number) {
+    if (line.empty()) continue;
+    const ojson j = ojson::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("messages") || !j["messages"].is_array())
+      return make_error(ErrorCategory::kInvalidInput, "corpus.bad_line",
+                        path + " line " + std::to_string(number) + ": not a corpus transcript");
+    std::int64_t assistant = 0;
+    std::size_t bytes = j.contains("system") && j["system"].is_string()
+                            ? j["system"].get_ref<const std::string&>().size()
+                            : 0;
+    for (const ojson& m : j["messages"]) {
+      if (!m.is_object()) continue;
+      if (m.value("role", "") == "assistant") ++assistant;
+      if (m.contains("content") && m["content"].is_string())
+        bytes += m["content"].get_ref<const std::string&>().size();
+      if (m.contains("tool_calls") && m["tool_calls"].is_array())
+        for (const ojson& c : m["tool_calls"]) bytes += c.dump().size();
+    }
+    turns.push_back(assistant);
+    tokens.push_back(static_cast<std::int64_t>(bytes / 4));  // as the episode estimates
+  }
+  return CorpusShape{std::move(turns), std::move(tokens)};
+}
+
+std::string corpus_budget_warning(const CorpusShape& shape, std::int64_t max_turns,
+                                  std::int64_t max_context_tokens) {
+  const std::size_t n = shape.turns.size();
+  if (n == 0) return {};
+  auto over = [n](const std::vector<std::int64_t>& v, std::int64_t budget) {
+    const auto k = std::count_if(v.begin(), v.end(), [&](std::int64_t x) { return x > budget; });
+    return std::pair<std::size_t, std::int64_t>(static_cast<std::size_t>(k),
+                                                *std::max_element(v.begin(), v.end()));
+  };
+  std::string out;
+  auto say = [&](std::size_t k, const std::string& what) {
+    if (k == 0) return;
+    if (!out.empty()) out += "; ";
+    out += fmt::format("{} of {} corpus transcripts ({:.0f}%) {}", k, n,
+                       100.0 * double(k) / double(n), what);
+  };
+  const auto [long_turns, most_turns] = over(shape.turns, max_turns);
+  say(long_turns, fmt::format("need more than rollout.max_turns = {} turns (the longest: {})",
+                              max_turns, most_turns));
+  const auto [long_context, most_tokens] = over(shape.tokens, max_context_tokens);
+  say(long_context,
+      fmt::format("need more than rollout.max_context_tokens = {} (the longest: about {} tokens)",
+                  max_context_tokens, most_tokens));
+  if (!out.empty())
+    out +=
+        ": a policy that imitates them ends those episodes truncated, scored on an unfinished "
+        "workspace; leave room for a turn or two more than the corpus takes";
+  return out;
 }
 
 }  // namespace cuda_agent

@@ -141,4 +141,22 @@ std::string corpus_json_line(const CorpusTranscript& transcript);
 /// The tool objects rollout sends the engine: openai_request_body's "tools" for agent_tools().
 std::string corpus_tools_json();
 
+/// What a policy that imitates a corpus needs from an episode's budgets: each transcript's turns
+/// (assistant messages) and context (the episode's own estimate, about four bytes a token, of the
+/// system text, messages and tool calls).
+struct CorpusShape {
+  std::vector<std::int64_t> turns, tokens;  ///< per transcript, in file order
+};
+/// Reads a corpus file (one transcript per line, the shape above). Errors: corpus.read (the file),
+/// corpus.bad_line (a line that is not a transcript, by number).
+Expected<CorpusShape> corpus_shape(const std::string& path);
+
+/// A warning when an episode's budgets cut off transcripts of the corpus: how many need more
+/// turns than `max_turns` or more context than `max_context_tokens`. A policy that imitates them
+/// ends those episodes truncated, scored on an unfinished workspace, with no slack for a single
+/// extra turn (found on the H100: rollout.max_turns = 3 under a corpus whose median transcript
+/// has 3 turns, every episode -1). Empty when every transcript fits.
+std::string corpus_budget_warning(const CorpusShape& shape, std::int64_t max_turns,
+                                  std::int64_t max_context_tokens);
+
 }  // namespace cuda_agent

@@ -8,9 +8,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -46,6 +48,42 @@ TEST(SeedCorpus, SameSeedSameBytesOtherSeedOtherCorpus) {
   }
   EXPECT_EQ(la, la2);
   EXPECT_NE(la, lb);
+}
+
+// The corpus's shape against an episode's budgets: the demo's 6 turns and 4096 tokens hold every
+// transcript; the 3 turns a demo run was once given cut off the longer ones, and the warning
+// says how many (issue 25, on the H100).
+TEST(SeedCorpus, BudgetsThatCutOffTranscriptsAreNamed) {
+  const SeedCorpusOptions o{.seed = 1};
+  const std::string path = ::testing::TempDir() + "/shape_corpus.jsonl";
+  {
+    std::ofstream out(path);
+    for (std::uint64_t i = 0; i < 60; ++i) out << corpus_json_line(transcript(o, i)) << "\n";
+  }
+  auto shape = corpus_shape(path);
+  ASSERT_TRUE(shape) << shape.error().to_string();
+  ASSERT_EQ(shape->turns.size(), 60u);
+  const std::int64_t longest = *std::max_element(shape->turns.begin(), shape->turns.end());
+  EXPECT_GE(longest, 4) << "the buggy-then-fixed styles take more turns";
+  EXPECT_LE(longest, 6) << "the demo manifest's 6 turns hold every transcript";
+  EXPECT_EQ(corpus_budget_warning(*shape, 6, 4096), "");
+  const std::string w = corpus_budget_warning(*shape, 3, 4096);
+  EXPECT_NE(w.find("corpus transcripts"), std::string::npos) << w;
+  EXPECT_NE(w.find("need more than rollout.max_turns = 3 turns (the longest: " +
+                   std::to_string(longest) + ")"),
+            std::string::npos)
+      << w;
+  EXPECT_NE(corpus_budget_warning(*shape, 6, 100).find("rollout.max_context_tokens = 100"),
+            std::string::npos);
+  {
+    std::ofstream out(path, std::ios::app);
+    out << "not json\n";
+  }
+  auto bad = corpus_shape(path);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().code, "corpus.bad_line");
+  EXPECT_NE(bad.error().message.find("line 61"), std::string::npos) << bad.error().message;
+  std::filesystem::remove(path);
 }
 
 TEST(SeedCorpus, LineHasTheContractedShapeAndWhatRolloutSends) {
