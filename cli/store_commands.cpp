@@ -12,6 +12,7 @@
 
 #include "cli/command.h"
 #include "core/progress.h"
+#include "messages/trajectory_codec.h"
 #include "storage/run_store.h"
 
 namespace cuda_agent::cli {
@@ -212,6 +213,27 @@ void add_runs(CLI::App& app, CommandResult& result) {
   });
 }
 
+// An episode's turns as text, for a person reading what a policy did: the calls it made and what
+// the tools answered (the sampled tokens themselves are ids; the calls are what they parsed to).
+void print_transcript(const Episode& e) {
+  std::size_t n = 0;
+  for (const Turn& t : e.turns) {
+    ++n;
+    if (t.role == TurnRole::kAssistant) {
+      std::printf("\n--- turn %zu: the policy (%zu tokens, version %llu)\n", n, t.token_ids.size(),
+                  static_cast<unsigned long long>(t.policy_version.value()));
+      if (t.tool_calls.empty()) std::printf("(no tool call)\n");
+      for (const ToolCall& c : t.tool_calls)
+        std::printf("%s(%s)\n", c.name.c_str(), c.arguments_json.c_str());
+    } else if (!t.tool_results.empty()) {
+      std::printf("\n--- turn %zu: the tools\n", n);
+      for (const ToolResult& r : t.tool_results)
+        std::printf("[%s%s]\n%s\n", r.call_id.c_str(), r.is_error ? ", error" : "",
+                    r.content.c_str());
+    }
+  }
+}
+
 void add_trajectories(CLI::App& app, CommandResult& result) {
   auto* traj = app.add_subcommand("trajectories", "Episodes (trajectories) in a run store");
   traj->require_subcommand(1);
@@ -221,6 +243,7 @@ void add_trajectories(CLI::App& app, CommandResult& result) {
     std::string out = "-";
     std::string episode;
     bool json = false;
+    bool transcript = false;
   };
   auto args = std::make_shared<Args>();
 
@@ -279,6 +302,9 @@ void add_trajectories(CLI::App& app, CommandResult& result) {
   show->add_option("--store", args->store, store_help());
   show->add_option("--run", args->run, "the episode's run (needed when several runs have it)");
   show->add_flag("--json", args->json, "print the episode's export line (JSON, with trajectory)");
+  show->add_flag("--transcript", args->transcript,
+                 "also print its turns: each tool call the policy made (name and arguments) and "
+                 "each tool result it was shown, the final evaluation's report among them");
   show->callback([args, &result] {
     auto store = open_store(args->store, result);
     if (!store) return;
@@ -313,6 +339,10 @@ void add_trajectories(CLI::App& app, CommandResult& result) {
                 static_cast<unsigned long long>(e->total_tokens));
     std::printf("  created %s\n  trajectory %s (Cap'n Proto; decoded by the trajectory codec)\n",
                 utc(e->created_unix_ms).c_str(), bytes(e->trajectory_bytes.size()).c_str());
+    if (!args->transcript) return;
+    auto episode = decode_episode(e->trajectory_bytes);
+    if (!episode) return void(result.exit_code = report(episode.error()));
+    print_transcript(*episode);
   });
 }
 

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "messages/trajectory_codec.h"
 #include "storage/run_store.h"
 #include "storage/store_test_util.h"
 #include "tests/cli_runner.h"
@@ -120,6 +121,37 @@ TEST(StoreCli, ReadsAStoreWhileItsWriterRuns) {
   EXPECT_EQ(as_json.exit_code, 0) << as_json.output;
   EXPECT_EQ(nlohmann::json::parse(as_json.output)["run_id"], "r2");
   EXPECT_EQ(run("trajectories show nope --store " + dir).exit_code, 2);
+}
+
+// What a policy did, readable: the calls it made and what the tools answered (to diagnose a run
+// from its store, as the GPU demo's episodes need).
+TEST(StoreCli, ShowTranscriptPrintsTheCallsAndWhatTheToolsAnswered) {
+  TempDir tmp("cli_transcript");
+  const std::string dir = tmp.sub("store");
+  auto store = std::move(RunStore::open(store_at(dir), StoreMode::kWrite)).value();
+  Episode e{.episode_id = EpisodeId{"ep1"},
+            .run_id = RunId{"r1"},
+            .task_id = TaskId{"t"},
+            .status = EpisodeStatus::kTruncated};
+  e.turns.push_back({.role = TurnRole::kAssistant,
+                     .token_ids = {1, 2, 3},
+                     .logprobs = {-0.5f, -0.25f, -0.125f},
+                     .loss_mask = {1, 1, 1},
+                     .tool_calls = {{"c0", "write_file", R"({"path":"kernels/k.cu"})"}},
+                     .policy_version = PolicyVersion{2}});
+  e.turns.push_back({.role = TurnRole::kTool,
+                     .tool_results = {{"c0", "nvcc on kernels/k.cu failed: expected ';'", true}}});
+  EpisodeRecord r = make_episode("r1", "ep1", "t", -1);
+  r.trajectory_bytes = encode_episode(e);
+  StoreWrite w;
+  w.episodes.push_back(std::move(r));
+  ASSERT_TRUE(store->write(std::move(w), 10s));
+  CmdResult out = run("trajectories show ep1 --transcript --store " + dir);
+  ASSERT_EQ(out.exit_code, 0) << out.output;
+  for (const char* text :
+       {"turn 1: the policy (3 tokens, version 2)", R"(write_file({"path":"kernels/k.cu"}))",
+        "turn 2: the tools", "[c0, error]", "nvcc on kernels/k.cu failed: expected ';'"})
+    EXPECT_TRUE(has(out, text)) << text << " missing from:\n" << out.output;
 }
 
 }  // namespace
