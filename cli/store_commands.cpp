@@ -8,11 +8,13 @@
 
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "cli/command.h"
 #include "core/progress.h"
 #include "messages/trajectory_codec.h"
+#include "model/tokenizer.h"
 #include "storage/run_store.h"
 
 namespace cuda_agent::cli {
@@ -214,14 +216,21 @@ void add_runs(CLI::App& app, CommandResult& result) {
 }
 
 // An episode's turns as text, for a person reading what a policy did: the calls it made and what
-// the tools answered (the sampled tokens themselves are ids; the calls are what they parsed to).
-void print_transcript(const Episode& e) {
+// the tools answered; with a tokenizer, also the text its sampled ids stand for (what it wrote,
+// parsed into calls or not).
+void print_transcript(const Episode& e, const Tokenizer* tokenizer) {
   std::size_t n = 0;
   for (const Turn& t : e.turns) {
     ++n;
     if (t.role == TurnRole::kAssistant) {
       std::printf("\n--- turn %zu: the policy (%zu tokens, version %llu)\n", n, t.token_ids.size(),
                   static_cast<unsigned long long>(t.policy_version.value()));
+      if (tokenizer) {
+        auto text = tokenizer->decode_lossy(t.token_ids);
+        std::printf("%s\n",
+                    text ? text->c_str() : ("(undecodable: " + text.error().message + ")").c_str());
+        std::printf("--- parsed to:\n");
+      }
       if (t.tool_calls.empty()) std::printf("(no tool call)\n");
       for (const ToolCall& c : t.tool_calls)
         std::printf("%s(%s)\n", c.name.c_str(), c.arguments_json.c_str());
@@ -244,6 +253,7 @@ void add_trajectories(CLI::App& app, CommandResult& result) {
     std::string episode;
     bool json = false;
     bool transcript = false;
+    std::string tokenizer;
   };
   auto args = std::make_shared<Args>();
 
@@ -305,6 +315,9 @@ void add_trajectories(CLI::App& app, CommandResult& result) {
   show->add_flag("--transcript", args->transcript,
                  "also print its turns: each tool call the policy made (name and arguments) and "
                  "each tool result it was shown, the final evaluation's report among them");
+  show->add_option("--tokenizer", args->tokenizer,
+                   "with --transcript: a tokenizer.json (or a model directory holding one) to "
+                   "print what the policy wrote as text, from its sampled token ids");
   show->callback([args, &result] {
     auto store = open_store(args->store, result);
     if (!store) return;
@@ -342,7 +355,13 @@ void add_trajectories(CLI::App& app, CommandResult& result) {
     if (!args->transcript) return;
     auto episode = decode_episode(e->trajectory_bytes);
     if (!episode) return void(result.exit_code = report(episode.error()));
-    print_transcript(*episode);
+    std::optional<Tokenizer> tokenizer;
+    if (!args->tokenizer.empty()) {
+      auto t = Tokenizer::load(args->tokenizer);
+      if (!t) return void(result.exit_code = report(t.error()));
+      tokenizer = std::move(*t);
+    }
+    print_transcript(*episode, tokenizer ? &*tokenizer : nullptr);
   });
 }
 

@@ -11,6 +11,8 @@
 #include <sstream>
 
 #include "messages/trajectory_codec.h"
+#include "model/tiny_tokenizer.h"
+#include "model/tokenizer.h"
 #include "storage/run_store.h"
 #include "storage/store_test_util.h"
 #include "tests/cli_runner.h"
@@ -129,14 +131,21 @@ TEST(StoreCli, ShowTranscriptPrintsTheCallsAndWhatTheToolsAnswered) {
   TempDir tmp("cli_transcript");
   const std::string dir = tmp.sub("store");
   auto store = std::move(RunStore::open(store_at(dir), StoreMode::kWrite)).value();
+  // What the policy wrote, as ids of a tokenizer the command is given.
+  const std::string tok_dir = tmp.sub("tokenizer");
+  ASSERT_TRUE(write_tiny_tokenizer(tok_dir));
+  auto tok = Tokenizer::load(tok_dir);
+  ASSERT_TRUE(tok) << tok.error().to_string();
+  auto ids = tok->encode("I will write the kernel first.");
+  ASSERT_TRUE(ids);
   Episode e{.episode_id = EpisodeId{"ep1"},
             .run_id = RunId{"r1"},
             .task_id = TaskId{"t"},
             .status = EpisodeStatus::kTruncated};
   e.turns.push_back({.role = TurnRole::kAssistant,
-                     .token_ids = {1, 2, 3},
-                     .logprobs = {-0.5f, -0.25f, -0.125f},
-                     .loss_mask = {1, 1, 1},
+                     .token_ids = *ids,
+                     .logprobs = std::vector<float>(ids->size(), -0.5f),
+                     .loss_mask = std::vector<std::uint8_t>(ids->size(), 1),
                      .tool_calls = {{"c0", "write_file", R"({"path":"kernels/k.cu"})"}},
                      .policy_version = PolicyVersion{2}});
   e.turns.push_back({.role = TurnRole::kTool,
@@ -148,10 +157,17 @@ TEST(StoreCli, ShowTranscriptPrintsTheCallsAndWhatTheToolsAnswered) {
   ASSERT_TRUE(store->write(std::move(w), 10s));
   CmdResult out = run("trajectories show ep1 --transcript --store " + dir);
   ASSERT_EQ(out.exit_code, 0) << out.output;
-  for (const char* text :
-       {"turn 1: the policy (3 tokens, version 2)", R"(write_file({"path":"kernels/k.cu"}))",
-        "turn 2: the tools", "[c0, error]", "nvcc on kernels/k.cu failed: expected ';'"})
+  const std::string tokens =
+      "turn 1: the policy (" + std::to_string(ids->size()) + " tokens, version 2)";
+  EXPECT_TRUE(has(out, tokens)) << out.output;
+  for (const char* text : {R"(write_file({"path":"kernels/k.cu"}))", "turn 2: the tools",
+                           "[c0, error]", "nvcc on kernels/k.cu failed: expected ';'"})
     EXPECT_TRUE(has(out, text)) << text << " missing from:\n" << out.output;
+  EXPECT_FALSE(has(out, "I will write the kernel first.")) << "text only with a tokenizer";
+  CmdResult text =
+      run("trajectories show ep1 --transcript --tokenizer " + tok_dir + " --store " + dir);
+  ASSERT_EQ(text.exit_code, 0) << text.output;
+  EXPECT_TRUE(has(text, "I will write the kernel first.\n--- parsed to:")) << text.output;
 }
 
 }  // namespace
