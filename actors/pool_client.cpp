@@ -1,8 +1,5 @@
 #include "actors/pool_client.h"
 
-#include <sys/eventfd.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -57,9 +54,6 @@ struct Ready {
 class PoolClient::Impl {
  public:
   explicit Impl(const PoolClientOptions& options) : options_(options) {}
-  ~Impl() {
-    if (wake_fd_ >= 0) close(wake_fd_);
-  }
   Status start();
   void close_client();
   /// Hands a request to the io thread; `done` or `waiter` gets the outcome.
@@ -126,7 +120,7 @@ class PoolClient::Impl {
   /// Runs the callbacks and fills the blocked callers' waiters (their lock taken here).
   void run(std::vector<Ready>& ready);
 
-  int wake_fd_ = -1;
+  WakeFd wake_;  // callers -> the io thread
   zmq::context_t context_{1};
   zmq::socket_t broker_{context_, zmq::socket_type::dealer};  // the io thread's only
   std::thread thread_;
@@ -164,8 +158,7 @@ Status PoolClient::Impl::start() {
   }
   RETURN_IF_ERROR(resolve_endpoint_host(options_.broker_endpoint,
                                         std::chrono::milliseconds(options_.resolve_timeout_ms)));
-  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (wake_fd_ < 0) {
+  if (!wake_.valid()) {
     return make_error(ErrorCategory::kIo, "pool.eventfd", "cannot create the client's eventfd");
   }
   lost_since_unix_ms_ = now_unix_ms();  // not connected yet: the reconnect clock runs
@@ -200,8 +193,7 @@ bool PoolClient::Impl::hand_over(Command command) {
     if (closed_) return false;
     inbox_.push_back(std::move(command));
   }
-  const std::uint64_t one = 1;
-  (void)!write(wake_fd_, &one, sizeof one);
+  wake_.notify();
   return true;
 }
 
@@ -338,7 +330,7 @@ void PoolClient::Impl::io_loop() {
   std::vector<Ready> ready;
   std::deque<Command> commands;
   zmq::pollitem_t items[] = {{broker_.handle(), 0, ZMQ_POLLIN, 0},
-                             {nullptr, wake_fd_, ZMQ_POLLIN, 0},
+                             {nullptr, wake_.fd(), ZMQ_POLLIN, 0},
                              {monitor_.handle(), 0, ZMQ_POLLIN, 0}};
   const int watched = monitor_.handle() ? 3 : 2;
   for (;;) {
@@ -361,10 +353,7 @@ void PoolClient::Impl::io_loop() {
       zmq::poll(
           items, watched,
           std::chrono::milliseconds(std::max<std::int64_t>(next_wake(now_unix_ms()) - now, 0)));
-      if (items[1].revents & ZMQ_POLLIN) {
-        std::uint64_t count = 0;
-        (void)!read(wake_fd_, &count, sizeof count);
-      }
+      if (items[1].revents & ZMQ_POLLIN) wake_.drain();
     } catch (const zmq::error_t& e) {
       if (e.num() == ETERM) break;
       if (e.num() != EINTR) log_error(zmq_failure("pool client loop", e));
@@ -569,8 +558,7 @@ void PoolClient::Impl::close_client() {
     if (closed_) return;
     closed_ = true;
   }
-  const std::uint64_t one = 1;
-  (void)!write(wake_fd_, &one, sizeof one);
+  wake_.notify();
   if (thread_.joinable()) thread_.join();
   // Callers still inside wait() (their outcome is in: the io thread failed every pending call)
   // must leave it before the members go.

@@ -1,6 +1,7 @@
 #include "actors/pool_transport.h"
 
 #include <pthread.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 #include <zmq.h>
 
@@ -170,6 +171,22 @@ ConnectionMonitor::Change ConnectionMonitor::next() {
     return Change::kRefused;
   }
   return Change::kNone;
+}
+
+WakeFd::WakeFd() : fd_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
+
+WakeFd::~WakeFd() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void WakeFd::notify() const {
+  const std::uint64_t one = 1;
+  (void)!::write(fd_, &one, sizeof one);
+}
+
+void WakeFd::drain() const {
+  std::uint64_t count = 0;
+  (void)!::read(fd_, &count, sizeof count);
 }
 
 Error zmq_failure(std::string_view what, const zmq::error_t& e) {

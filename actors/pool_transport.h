@@ -117,6 +117,27 @@ class ConnectionMonitor {
   Error refusal_;
 };
 
+/// An eventfd that wakes the thread owning a socket, which waits in zmq::poll on the socket and
+/// on fd(): any thread notify()s (after queueing what it wants the owner to do), the owner
+/// drain()s it after a wake. Closed on destruction.
+///
+/// Threading: notify() from any thread; drain() by the owner.
+class WakeFd {
+ public:
+  WakeFd();
+  ~WakeFd();
+  WakeFd(const WakeFd&) = delete;
+  WakeFd& operator=(const WakeFd&) = delete;
+  /// False when the kernel gave no eventfd (the owner's start should fail, naming it).
+  bool valid() const { return fd_ >= 0; }
+  int fd() const { return fd_; }
+  void notify() const;
+  void drain() const;
+
+ private:
+  int fd_ = -1;
+};
+
 /// Translates a zmq::error_t once, here: "pool.zmq" with the operation and zmq's text.
 Error zmq_failure(std::string_view what, const zmq::error_t& e);
 

@@ -1,6 +1,5 @@
 #include "actors/pool_worker.h"
 
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -39,10 +38,6 @@ class PoolWorker::Impl {
       : options_(options), handler_(std::move(handler)), limiter_(10) {
     if (options_.worker_id.value().empty()) options_.worker_id = default_worker_id();
   }
-  ~Impl() {
-    if (wake_fd_ >= 0) close(wake_fd_);
-  }
-
   Status start();
   void stop();
 
@@ -77,12 +72,11 @@ class PoolWorker::Impl {
   /// Sends the results the handlers finished; returns how many.
   std::size_t send_results();
   void answer(const RequestId& id, Expected<PoolBytes> result);
-  void wake_io();
 
   const PoolHandler handler_;
   LogLimiter limiter_;
   zmq::context_t context_{1};
-  int wake_fd_ = -1;  // eventfd the io thread polls beside the socket: results and the stop
+  WakeFd wake_;  // the io thread polls it beside the socket: results and the stop
 
   std::mutex api_mutex_;
   bool stopped_ = false;  // under api_mutex_
@@ -121,8 +115,7 @@ Status PoolWorker::Impl::start() {
   }
   RETURN_IF_ERROR(resolve_endpoint_host(options_.broker_endpoint,
                                         std::chrono::milliseconds(options_.resolve_timeout_ms)));
-  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (wake_fd_ < 0) {
+  if (!wake_.valid()) {
     return make_error(ErrorCategory::kIo, "pool.eventfd", "cannot create the worker's eventfd");
   }
   RETURN_IF_ERROR(connect());
@@ -176,11 +169,6 @@ void PoolWorker::Impl::send_envelope(std::string envelope) {
   (void)broker_->send(take_frame(std::move(envelope)), zmq::send_flags::dontwait);
 }
 
-void PoolWorker::Impl::wake_io() {
-  const std::uint64_t one = 1;
-  (void)!write(wake_fd_, &one, sizeof one);
-}
-
 void PoolWorker::Impl::handler_loop() {
   std::unique_lock lock(mutex_);
   for (;;) {
@@ -194,7 +182,7 @@ void PoolWorker::Impl::handler_loop() {
     lock.lock();
     --running_;
     results_.push_back(Result{item.header.request_id, std::move(result)});
-    wake_io();
+    wake_.notify();
   }
 }
 
@@ -250,14 +238,11 @@ void PoolWorker::Impl::io_loop() {
         if (!s) log_error(s.error(), {{"worker", options_.worker_id.value()}});
       }
       zmq::pollitem_t items[] = {{broker_->handle(), 0, ZMQ_POLLIN, 0},
-                                 {nullptr, wake_fd_, ZMQ_POLLIN, 0},
+                                 {nullptr, wake_.fd(), ZMQ_POLLIN, 0},
                                  {monitor_.handle(), 0, ZMQ_POLLIN, 0}};
       const auto wait = std::chrono::ceil<std::chrono::milliseconds>(next_heartbeat_ - now);
       zmq::poll(items, monitor_.handle() ? 3 : 2, std::max(wait, std::chrono::milliseconds(0)));
-      if (items[1].revents & ZMQ_POLLIN) {
-        std::uint64_t count = 0;
-        (void)!read(wake_fd_, &count, sizeof count);
-      }
+      if (items[1].revents & ZMQ_POLLIN) wake_.drain();
     } catch (const zmq::error_t& e) {
       if (e.num() == ETERM) break;
       if (e.num() != EINTR) log_error(zmq_failure("pool worker loop", e));
@@ -409,7 +394,7 @@ void PoolWorker::Impl::stop() {
   }
   work_.notify_all();
   for (auto& t : handlers_) t.join();
-  if (wake_fd_ >= 0) wake_io();
+  if (wake_.valid()) wake_.notify();
   if (io_thread_.joinable()) io_thread_.join();  // it sends the last results, then ends
   try {
     if (broker_ && !handlers_.empty()) {

@@ -1,8 +1,5 @@
 #include "coordinator/coordinator_client.h"
 
-#include <sys/eventfd.h>
-#include <unistd.h>
-
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -71,10 +68,7 @@ class CoordinatorClient::Impl {
       : options(std::move(o)),
         learner_(learner),
         prefix_(options.member.value() + "/" + random_hex()) {}
-  ~Impl() {
-    close();
-    if (wake_fd_ >= 0) ::close(wake_fd_);
-  }
+  ~Impl() { close(); }
 
   Status start();
   void close();
@@ -96,17 +90,14 @@ class CoordinatorClient::Impl {
  private:
   using Lock = std::unique_lock<std::mutex>;
   void io_loop();
-  void wake() {
-    const std::uint64_t one = 1;
-    (void)!write(wake_fd_, &one, sizeof one);
-  }
+  void wake() { wake_.notify(); }
   /// Sends what can go out now (under the lock); keeps the rest while no coordinator is connected.
   void flush(Clock::time_point now);
   void on_frame(const zmq::message_t& bytes);
 
   const bool learner_;
   const std::string prefix_;  // routing id and request-id prefix: unique per client
-  int wake_fd_ = -1;
+  WakeFd wake_;               // callers -> the io thread
   zmq::context_t context_{1};
   zmq::socket_t dealer_{context_, zmq::socket_type::dealer};  // the io thread's only
   std::mutex mutex_;                                          // everything below
@@ -128,8 +119,7 @@ class CoordinatorClient::Impl {
 
 Status CoordinatorClient::Impl::start() {
   RETURN_IF_ERROR(validate(options));
-  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (wake_fd_ < 0) {
+  if (!wake_.valid()) {
     return make_error(ErrorCategory::kIo, "coordinator.eventfd", "cannot create an eventfd");
   }
   try {
@@ -281,7 +271,7 @@ void CoordinatorClient::Impl::io_loop() {
   const auto beat = options.heartbeat_interval;
   auto next_beat = Clock::now();  // the first at once: the learner attaches without waiting
   zmq::pollitem_t items[] = {{dealer_.handle(), 0, ZMQ_POLLIN, 0},
-                             {nullptr, wake_fd_, ZMQ_POLLIN, 0}};
+                             {nullptr, wake_.fd(), ZMQ_POLLIN, 0}};
   std::vector<zmq::message_t> parts;
   std::size_t dropped = 0;
   for (;;) {
@@ -311,10 +301,7 @@ void CoordinatorClient::Impl::io_loop() {
     }
     try {
       zmq::poll(items, 2, std::max(wait, std::chrono::milliseconds(0)));
-      if (items[1].revents) {
-        std::uint64_t count = 0;
-        (void)!read(wake_fd_, &count, sizeof count);
-      }
+      if (items[1].revents) wake_.drain();
       if (items[0].revents & ZMQ_POLLIN) {
         Lock lock(mutex_);
         while (recv_multipart(dealer_, parts, 1, dropped)) {

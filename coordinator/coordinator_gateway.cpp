@@ -1,7 +1,5 @@
 #include "coordinator/coordinator_gateway.h"
 
-#include <sys/eventfd.h>
-#include <unistd.h>
 #include <zmq.h>
 
 #include <caf/all.hpp>
@@ -43,10 +41,6 @@ struct AtomicCounters {
 // wake it through the eventfd.
 class Outbox {
  public:
-  Outbox() : wake_fd(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
-  ~Outbox() {
-    if (wake_fd >= 0) close(wake_fd);
-  }
   void push(const std::string& peer, const CoordinatorFrame& frame) {
     std::string bytes = encode_coordinator_frame(frame);
     {
@@ -55,17 +49,13 @@ class Outbox {
     }
     wake();
   }
-  void wake() {
-    const std::uint64_t one = 1;
-    (void)!write(wake_fd, &one, sizeof one);
-  }
+  void wake() { wake_fd.notify(); }
   std::deque<std::pair<std::string, std::string>> take() {
-    std::uint64_t count = 0;
-    (void)!read(wake_fd, &count, sizeof count);
+    wake_fd.drain();
     std::lock_guard lock(mutex_);
     return std::exchange(queue_, {});
   }
-  const int wake_fd;
+  const WakeFd wake_fd;
 
  private:
   std::mutex mutex_;
@@ -423,7 +413,7 @@ Status CoordinatorGateway::Impl::bind() {
                       "request_timeout and learner_silence_timeout must be > 0 and "
                       "max_frame_bytes >= 1024");
   }
-  if (outbox_->wake_fd < 0) {
+  if (!outbox_->wake_fd.valid()) {
     return make_error(ErrorCategory::kIo, "coordinator.eventfd", "cannot create an eventfd");
   }
   try {
@@ -476,7 +466,7 @@ void CoordinatorGateway::Impl::run() {
   // zmq_poll checks the socket's ZMQ_EVENTS itself, so no edge of ZMQ_FD can be missed; the
   // coordinator's traffic (a few messages per episode) does not need the brokers' raw poll.
   std::vector<zmq::pollitem_t> items = {{router_.handle(), 0, ZMQ_POLLIN, 0},
-                                        {nullptr, outbox_->wake_fd, ZMQ_POLLIN, 0}};
+                                        {nullptr, outbox_->wake_fd.fd(), ZMQ_POLLIN, 0}};
   if (zap_) items.push_back({zap_->handle(), 0, ZMQ_POLLIN, 0});
   std::vector<zmq::message_t> parts;
   std::size_t dropped = 0;
