@@ -345,6 +345,8 @@ int run_eval(const EvalArgs& a) {
           result.reward_tier = static_cast<int>(done->reward);
           result.speedup_vs_eager = done->speedup_vs_eager;
           result.speedup_vs_compile = done->speedup_vs_compile;
+          if (auto audit = decode_audit_record(done->audit))
+            note_task_checks(result, audit->checks_run);
         }
         break;
       case JobOutcome::kAcknowledged:
@@ -352,6 +354,8 @@ int run_eval(const EvalArgs& a) {
         result.reward_tier = static_cast<int>(r.summary.final_reward);
         result.speedup_vs_eager = r.final_outcome.speedup_vs_eager;
         result.speedup_vs_compile = r.final_outcome.speedup_vs_compile;
+        if (r.final_outcome.bench)
+          note_task_checks(result, r.final_outcome.bench->audit.checks_run);
         break;
     }
     if (r.outcome != JobOutcome::kAlreadyStored) {

@@ -147,6 +147,8 @@ Expected<std::vector<std::string>> learner_serve_args(std::vector<std::string> a
   add("--critic-lr", num(m.learner.critic_lr));
   add("--clip-low", num(m.learner.clip_low));
   add("--clip-high", num(m.learner.clip_high));
+  // Log-probs of the distribution the engines sampled from: logits / the rollout's temperature.
+  add("--temperature", num(m.rollout.temperature));
   add("--gamma", num(m.learner.gamma));
   add("--gae-lambda", num(m.learner.gae_lambda));
   add("--epochs", std::to_string(m.learner.ppo_epochs));

@@ -45,7 +45,7 @@ class BenchPool : public ::testing::Test {
     r.header.request_id = RequestId{id};
     r.header.deadline_unix_ms = now_unix_ms() + 30'000;
     r.task = {"level1/x", content_hash("class Model: pass\n")};
-    r.artifact = {"a1"};
+    r.artifact = {content_hash("so")};
     r.mode = BenchMode::kBenchmark;
     r.payload = BenchPayload{"class Model: pass\n", "so", {}, "# fake: " + scenario + "\n", "nvcc"};
     return r;
@@ -62,7 +62,7 @@ TEST_F(BenchPool, RequestsReachTheGpuWorkerByTagAndComeBackScored) {
   ASSERT_TRUE(r) << r.error().to_string();
   EXPECT_EQ(r->reward.tier, 3);
   EXPECT_EQ(r->audit.worker_id, WorkerId{"bench-0"});
-  EXPECT_EQ(r->audit.artifact_hash, "a1");
+  EXPECT_EQ(r->audit.artifact_hash, content_hash("so"));
   auto failed = client_->call(request("fail_check", "b-2"), {"gpu"});
   ASSERT_TRUE(failed) << failed.error().to_string();
   EXPECT_EQ(failed->reward.tier, -1);

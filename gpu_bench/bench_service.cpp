@@ -96,7 +96,8 @@ void score_evaluation(BenchEvaluation& e, const RewardRule& rule,
   r.speedup_vs_eager = cand > 0 && eager > 0 ? eager / cand : 0;
   r.speedup_vs_compile = cand > 0 && compiled > 0 ? compiled / cand : 0;
   r.reward = compute_reward({.passed = passed,
-                             .timed = cand > 0,
+                             // no speed credit where a stored answer would pass (reward.h)
+                             .timed = cand > 0 && !flags_constant_output(r.violations),
                              .speedup_vs_eager = r.speedup_vs_eager,
                              .speedup_vs_compile = r.speedup_vs_compile},
                             rule);
@@ -212,6 +213,13 @@ Expected<BenchEvaluation> BenchService::evaluate(const BenchJob& job) {
     return bench_error(
         ErrorCategory::kInvalidInput, "bench.task_hash",
         "model.py does not hash to the task's content hash " + job.request.task.content_hash);
+  // The audit names the artifact by the request's hash: the bytes that run must be those.
+  if (const std::string ran = content_hash(job.request.payload->shared_object);
+      ran != job.request.artifact.hash)
+    return bench_error(ErrorCategory::kInvalidInput, "bench.artifact_hash",
+                       "the built shared object hashes to " + ran +
+                           ", not to the request's artifact hash '" + job.request.artifact.hash +
+                           "'");
   const std::uint64_t seq = ++jobs_;
   // Made (and, for a re-run, made again) by write_job_dir; removed here at the end.
   const fs::path dir = fs::path(options_.work_root) / ("job-" + std::to_string(seq));

@@ -59,7 +59,8 @@ TEST_P(BenchServiceTest, FasterThanBothBaselinesIsTierThreeWithAnAuditRecord) {
   EXPECT_DOUBLE_EQ(e->result.speedup_vs_compile, 1.5);
   const AuditRecord& a = e->result.audit;
   EXPECT_EQ(a.task_hash, content_hash("class Model: pass\n"));
-  EXPECT_EQ(a.artifact_hash, "abc123");
+  EXPECT_EQ(a.artifact_hash, content_hash("\x7f"
+                                          "ELF fake"));
   EXPECT_EQ(a.toolchain, "nvcc 13.0");
   EXPECT_EQ(a.torch_version, "2.11.0");
   EXPECT_EQ(a.gpu_name, "Fake GPU");
@@ -71,6 +72,24 @@ TEST_P(BenchServiceTest, FasterThanBothBaselinesIsTierThreeWithAnAuditRecord) {
   EXPECT_EQ(a.precision_flags.size(), 1u);
   EXPECT_EQ(e->harness.spreads.count("candidate"), 1u);
   EXPECT_EQ(health_checks_, 0);
+}
+
+TEST_P(BenchServiceTest, ASharedObjectThatIsNotTheNamedArtifactIsRefused) {
+  // The audit record names the artifact by the request's hash: a request whose bytes are other
+  // than that artifact's (a client's bug, or a claim to be a kernel it is not) never runs.
+  auto s = make();
+  ASSERT_TRUE(s);
+  BenchJob j = job("fast");
+  j.request.payload->shared_object += "tampered";
+  auto e = s->evaluate(j);
+  ASSERT_FALSE(e);
+  EXPECT_EQ(e.error().code, "bench.artifact_hash");
+  EXPECT_NE(e.error().message.find(j.request.artifact.hash), std::string::npos)
+      << e.error().message;
+  j = job("fast");
+  j.request.artifact.hash.clear();
+  EXPECT_EQ(s->evaluate(j).error().code, "bench.artifact_hash");
+  EXPECT_TRUE(s->evaluate(job("fast"))) << "the service goes on";
 }
 
 TEST_P(BenchServiceTest, TiersFollowTheTimings) {
@@ -86,6 +105,12 @@ TEST_P(BenchServiceTest, TiersFollowTheTimings) {
     ASSERT_TRUE(e) << c.scenario << ": " << e.error().to_string();
     EXPECT_EQ(e->result.reward.tier, c.tier) << c.scenario;
   }
+  // A task whose output ignores its inputs and weights: correct, timed, but no speed credit.
+  auto constant = s->evaluate(job("constant_task"));
+  ASSERT_TRUE(constant) << constant.error().to_string();
+  EXPECT_TRUE(constant->passed);
+  EXPECT_EQ(constant->result.reward.tier, 1);
+  EXPECT_DOUBLE_EQ(constant->result.speedup_vs_eager, 2.0) << "shown, not credited";
   auto v = s->evaluate(job("implausible"));
   ASSERT_TRUE(v);
   ASSERT_EQ(v->result.violations.size(), 1u);  // flagged for audit, still rewarded

@@ -19,6 +19,7 @@
 #include <sstream>
 #include <string>
 
+#include "core/content_hash.h"
 #include "gpu_bench/bench_service.h"
 
 namespace cuda_agent::bench_test {
@@ -74,10 +75,10 @@ inline std::unique_ptr<BenchService> make_service(const BenchServiceOptions& opt
 /// fake_harness/harness.py), read from the model_new.py text.
 inline BenchJob fake_job(const std::string& scenario, BenchMode mode = BenchMode::kBenchmark) {
   CompileResult built;
-  built.artifact_hash = "abc123";
   built.artifact =
       "\x7f"
       "ELF fake";
+  built.artifact_hash = content_hash(built.artifact);
   built.prototypes = {{"k", {{"x", "float*", ParamKind::kPointer}}}};
   built.toolchain = "nvcc 13.0";
   return {.request = bench_request(mode, "level1/test", "class Model: pass\n", built,

@@ -22,6 +22,14 @@ BenchReward compute_reward(const RewardInputs& in, const RewardRule& rule) {
   return r;
 }
 
-bool violation_fails(const PolicyViolation& v) { return v.rule != "implausible_speedup"; }
+bool violation_fails(const PolicyViolation& v) {
+  return v.rule != "implausible_speedup" && v.rule != kConstantOutputTask;
+}
+
+bool flags_constant_output(const std::vector<PolicyViolation>& violations) {
+  for (const PolicyViolation& v : violations)
+    if (v.rule == kConstantOutputTask) return true;
+  return false;
+}
 
 }  // namespace cuda_agent

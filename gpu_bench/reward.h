@@ -7,6 +7,8 @@
 #pragma once
 
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "messages/bench_codec.h"
 
@@ -34,7 +36,13 @@ struct RewardInputs {
 BenchReward compute_reward(const RewardInputs& in, const RewardRule& rule);
 
 /// Whether a policy violation makes the evaluation fail. Everything does except rules that only
-/// flag a result for audit ("implausible_speedup").
+/// flag a result ("implausible_speedup", "constant_output_task").
 bool violation_fails(const PolicyViolation& v);
+
+/// The flag of a task whose output depends neither on its inputs nor on re-drawn weights
+/// (docs/formats/harness.md): a stored answer cannot be told from a computed one there, so such
+/// an evaluation earns no speed credit (tier at most +1).
+inline constexpr std::string_view kConstantOutputTask = "constant_output_task";
+bool flags_constant_output(const std::vector<PolicyViolation>& violations);
 
 }  // namespace cuda_agent

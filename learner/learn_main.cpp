@@ -399,6 +399,8 @@ std::string step_line(const TrainStep& step, const StepDone& done) {
     std::snprintf(buf, sizeof buf, " %s=%.4g", key, it->second);
     line += buf;
   }
+  if (auto it = done.metrics.find("actor/skipped"); it != done.metrics.end() && it->second > 0)
+    line += " (actor not updated: every episode of the batch had the same reward)";
   return line;
 }
 

@@ -148,7 +148,8 @@ std::map<std::string, double> ppo_metrics(const StepMetrics& m) {
                                     {"grad_norm/actor", m.grad_norm},
                                     {"explained_variance", m.explained_variance},
                                     {"staleness/mean", m.mean_staleness},
-                                    {"tokens_per_s", m.tokens_per_s}};
+                                    {"tokens_per_s", m.tokens_per_s},
+                                    {"actor/skipped", m.actor_skipped ? 1.0 : 0.0}};
   put_common(out, m);
   return out;
 }

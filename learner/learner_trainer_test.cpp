@@ -163,6 +163,47 @@ TEST(Trainer, PpoMovesProbabilityTowardTheRewardedAnswer) {
   EXPECT_EQ((*t)->policy_version(), 10u);
 }
 
+// Every reward the same (the first GPU demo: every episode -1): the advantages are only the
+// critic's errors, whitened to unit size, so the actor is left as it is and only the critic
+// learns; with the option off the actor moves.
+TEST(Trainer, ABatchWhoseRewardsAreAllTheSameTrainsTheCriticOnly) {
+  std::vector<TrainSequence> batch;
+  for (int i = 0; i < 4; ++i)
+    batch.push_back(sequence("e" + std::to_string(i), {1, 2 + i}, {3, 4 + i, 5}, -1.0));
+  auto run = [&](bool skip) {
+    TrainerOptions o;
+    o.actor_optimizer = {.lr = 1e-3};
+    o.critic_optimizer = {.lr = 1e-3};
+    o.skip_uniform_reward_batches = skip;
+    Transformer actor = Transformer::random(config(), 6);
+    Critic c = critic_of(actor);
+    auto t = Trainer::create(std::move(actor), std::move(c), o, nullptr);
+    EXPECT_TRUE(t);
+    auto m = (*t)->ppo_step(batch);
+    EXPECT_TRUE(m) << m.error().to_string();
+    EXPECT_EQ(m->actor_skipped, skip);
+    EXPECT_EQ(m->line().find("actor not updated") != std::string::npos, skip) << m->line();
+    return std::move(*t);
+  };
+  auto skipped = run(true);
+  EXPECT_EQ(max_param_diff(skipped->actor(), Transformer::random(config(), 6)), 0.0);
+  // The value head starts at zero, so the first step moves it (and not yet the backbone).
+  EXPECT_GT(skipped->critic()->head.bias.abs().max().item<double>(), 0.0)
+      << "the critic still learns the reward";
+  EXPECT_EQ(skipped->policy_version(), 1u) << "the step is taken all the same";
+  auto updated = run(false);
+  EXPECT_GT(max_param_diff(updated->actor(), Transformer::random(config(), 6)), 1e-6);
+  // One different reward is signal enough.
+  batch[0].reward = 1.0;
+  TrainerOptions o;
+  o.actor_optimizer = {.lr = 1e-3};
+  auto t = Trainer::create(Transformer::random(config(), 6), std::nullopt, o, nullptr);
+  ASSERT_TRUE(t);
+  auto m = (*t)->ppo_step(batch);
+  ASSERT_TRUE(m) << m.error().to_string();
+  EXPECT_FALSE(m->actor_skipped);
+}
+
 TEST(Trainer, ValuePretrainingExplainsTheReward) {
   // The reward is decided by the prompt's first token (even: +1, odd: -1); the answer is noise.
   std::mt19937 rng(11);

@@ -102,6 +102,7 @@ std::string StepMetrics::line() const {
                 static_cast<unsigned long long>(step), kind.c_str(), loss, value_loss, entropy,
                 clip_fraction, approx_kl, grad_norm, explained_variance, reward_mean,
                 static_cast<unsigned long long>(sequences), model_tokens, tokens_per_s);
+  if (actor_skipped) return std::string(buf) + " (actor not updated: every reward the same)";
   return buf;
 }
 
@@ -122,7 +123,8 @@ nlohmann::json StepMetrics::to_json() const {
           {"reward_mean", reward_mean},
           {"mean_staleness", mean_staleness},
           {"seconds", seconds},
-          {"tokens_per_s", tokens_per_s}};
+          {"tokens_per_s", tokens_per_s},
+          {"actor_skipped", actor_skipped}};
 }
 
 struct Trainer::Impl {
@@ -213,18 +215,27 @@ struct Trainer::Impl {
   // Global counts: sequences, model tokens, rewards, staleness.
   struct Totals {
     double sequences = 0, model_tokens = 0, tokens = 0, reward = 0, staleness = 0;
+    double reward_sq = 0;
+    // Every sequence of the global batch has the same reward (its variance is 0: tier rewards
+    // are small integers, whose sums of squares are exact).
+    bool uniform_reward() const {
+      if (sequences <= 0) return false;
+      const double mean = reward / sequences;
+      return reward_sq / sequences - mean * mean <= 1e-12 * std::max(1.0, mean * mean);
+    }
   };
   Expected<Totals> totals(const Local& l) {
-    std::vector<double> v(5, 0.0);
+    std::vector<double> v(6, 0.0);
     for (const TrainSequence* s : l.seqs) {
       v[0] += 1;
       v[1] += double(s->model_tokens());
       v[2] += double(s->ids.size());
       v[3] += s->reward;
       v[4] += version >= s->min_version ? double(version - s->min_version) : 0.0;
+      v[5] += s->reward * s->reward;
     }
     RETURN_IF_ERROR(sum(v));
-    return Totals{v[0], v[1], v[2], v[3], v[4]};
+    return Totals{v[0], v[1], v[2], v[3], v[4], v[5]};
   }
 
   // The figures every kind of step reports; `passes` forwards of the batch's tokens were made.
@@ -457,6 +468,8 @@ Expected<StepMetrics> Trainer::ppo_step(const std::vector<TrainSequence>& batch)
       ASSIGN_OR_RETURN(ev, I.explained_variance(values, ret));
     }
     RETURN_IF_ERROR(I.whiten_global(adv));
+    // Every reward the same: no signal for the actor (TrainerOptions::skip_uniform_reward_batches).
+    const bool actor_skipped = I.opt.skip_uniform_reward_batches && tot.uniform_reward();
     // 4. Epochs.
     std::vector<double> stats(6, 0.0);
     OptimizerStepStats actor_stats;
@@ -464,20 +477,23 @@ Expected<StepMetrics> Trainer::ppo_step(const std::vector<TrainSequence>& batch)
       std::fill(stats.begin(), stats.end(), 0.0);
       for (const MicroBatch& mb : l.micro) {
         MicroInputs in = I.inputs(l, mb);
-        TokenLogprobs lp = chunked_token_logprobs(
-            scored_hidden(I.actor, in), I.actor.weights().lm_head, in.targets,
-            I.opt.logprob_chunk_rows, /*with_entropy=*/false, I.inv_temperature());
-        at::Tensor mask = at::ones({in.n}, lp.logprobs.options());
-        PolicyLossResult p =
-            ppo_policy_loss(lp.logprobs, I.gather(prox, mb), I.gather(behaviour, mb),
-                            I.gather(adv, mb), mask, I.opt.ppo, tot.model_tokens);
-        p.loss.backward();
-        stats[0] += p.loss.item<double>();
-        stats[1] += p.clipped_tokens;
-        stats[2] += p.approx_kl_sum;
-        stats[3] += p.capped_tokens;
+        if (!actor_skipped) {
+          TokenLogprobs lp = chunked_token_logprobs(
+              scored_hidden(I.actor, in), I.actor.weights().lm_head, in.targets,
+              I.opt.logprob_chunk_rows, /*with_entropy=*/false, I.inv_temperature());
+          at::Tensor mask = at::ones({in.n}, lp.logprobs.options());
+          PolicyLossResult p =
+              ppo_policy_loss(lp.logprobs, I.gather(prox, mb), I.gather(behaviour, mb),
+                              I.gather(adv, mb), mask, I.opt.ppo, tot.model_tokens);
+          p.loss.backward();
+          stats[0] += p.loss.item<double>();
+          stats[1] += p.clipped_tokens;
+          stats[2] += p.approx_kl_sum;
+          stats[3] += p.capped_tokens;
+        }
         if (I.critic) {
           at::Tensor v = I.critic->head.forward(scored_hidden(I.critic->backbone, in));
+          at::Tensor mask = at::ones({in.n}, v.options());
           ValueLossResult r = value_loss(v, I.gather(values, mb), I.gather(ret, mb), mask,
                                          I.opt.value_clip, tot.model_tokens);
           r.loss.backward();
@@ -485,8 +501,10 @@ Expected<StepMetrics> Trainer::ppo_step(const std::vector<TrainSequence>& batch)
         }
       }
       RETURN_IF_ERROR(I.sum(stats));
-      ASSIGN_OR_RETURN(actor_stats, I.apply(*I.actor_opt));
-      clear_grads(I.actor_params);
+      if (!actor_skipped) {
+        ASSIGN_OR_RETURN(actor_stats, I.apply(*I.actor_opt));
+        clear_grads(I.actor_params);
+      }
       if (I.critic) {
         ASSIGN_OR_RETURN(OptimizerStepStats cs, I.apply(*I.critic_opt));
         (void)cs;
@@ -506,6 +524,7 @@ Expected<StepMetrics> Trainer::ppo_step(const std::vector<TrainSequence>& batch)
     m.importance_capped = stats[3] / tot.model_tokens;
     m.grad_norm = actor_stats.grad_norm;
     m.explained_variance = ev;
+    m.actor_skipped = actor_skipped;
     return m;
   } catch (const std::exception& e) {
     return torch_error("learner: ppo step", e);

@@ -70,6 +70,12 @@ struct TrainerOptions {
   double value_clip = 0.2;
   /// Passes over each batch (one optimizer step per pass).
   std::int64_t ppo_epochs = 1;
+  /// A PPO batch whose every sequence has the same reward carries no signal for the actor: its
+  /// advantages are the critic's errors, which whitening scales up to unit size, so an update
+  /// would only add noise (the first GPU demo's policy, every reward -1, drifted from entropy 0.31
+  /// to 0.67 in three steps). Such a batch trains the critic only and leaves the actor as it is
+  /// (StepMetrics::actor_skipped). false: update the actor anyway.
+  bool skip_uniform_reward_batches = true;
   AdamWOptions actor_optimizer;
   AdamWOptions critic_optimizer;
   /// Shard the optimizer state (master weights, moments) across the group's ranks.
@@ -100,6 +106,9 @@ struct StepMetrics {
   double mean_staleness = 0;      ///< ppo: policy version now - sequence's min version, mean
   double seconds = 0;             ///< wall time of the step
   double tokens_per_s = 0;        ///< total_tokens / seconds
+  /// ppo: every sequence had the same reward, so only the critic was trained
+  /// (TrainerOptions::skip_uniform_reward_batches).
+  bool actor_skipped = false;
   /// One line: "step 12 ppo loss=... entropy=... clip=... gnorm=... tok/s=... ev=...".
   std::string line() const;
   nlohmann::json to_json() const;

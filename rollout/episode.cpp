@@ -54,6 +54,7 @@ class EpisodeRunner {
   std::optional<std::pair<std::uint64_t, Expected<CompileResult>>> built_;  // by revision
   std::string last_call_key_;
   std::int64_t reported_tokens_ = 0;
+  std::size_t reported_messages_ = 0;  // messages_ the last reported usage covers
   // Every token id stored so far, in order, while the backend reports its prompts' ids (see
   // take_prompt_tokens); empty otherwise.
   std::vector<std::uint32_t> sequence_;
@@ -63,14 +64,24 @@ class EpisodeRunner {
 };
 
 std::int64_t EpisodeRunner::context_tokens() const {
-  // Backends that report usage are believed; otherwise about four bytes per token.
-  std::int64_t bytes = 0;
-  for (const auto& m : messages_) {
-    bytes += static_cast<std::int64_t>(m.content.size());
+  // Backends that report usage are believed up to their last reply; the messages added since
+  // (tool answers) are counted at two bytes a token plus 8 for each message's chat-template frame,
+  // on the safe side: tool answers quoting malformed calls or compiler logs tokenize poorly, and
+  // an estimate that comes out low makes the server refuse the turn (the first GPU demo's
+  // refusals were 100-150 tokens over). Without any report: about four bytes per token.
+  auto bytes_of = [](const ChatMessage& m) {
+    std::int64_t bytes = static_cast<std::int64_t>(m.content.size());
     for (const auto& c : m.tool_calls)
       bytes += static_cast<std::int64_t>(c.name.size() + c.arguments_json.size());
+    return bytes;
+  };
+  std::int64_t all = 0, since = 0;
+  for (std::size_t i = 0; i < messages_.size(); ++i) {
+    all += bytes_of(messages_[i]);
+    if (i >= reported_messages_) since += bytes_of(messages_[i]) / 2 + 8;
   }
-  return std::max(reported_tokens_, bytes / 4);
+  if (reported_tokens_ == 0) return all / 4;
+  return std::max(reported_tokens_ + since, all / 4);
 }
 
 Expected<const CompileResult*> EpisodeRunner::build_current() {
@@ -261,8 +272,10 @@ Episode EpisodeRunner::run() {
       break;
     }
     ++episode_.counters.turns;
-    if (reply->prompt_tokens > 0)
+    if (reply->prompt_tokens > 0) {
       reported_tokens_ = reply->prompt_tokens + reply->completion_tokens;
+      reported_messages_ = messages_.size() + 1;  // the reply's own message is appended below
+    }
 
     // The weights that sampled the turn, when the backend says (the older one when new weights
     // came in mid-turn: staleness is counted from it); else the version the episode started at.

@@ -202,6 +202,42 @@ TEST_F(EpisodeTest, AFullContextEndsTheEpisodeTruncatedNotAborted) {
   EXPECT_EQ(e.final_reward, -1) << "nothing was built yet at the second turn";
 }
 
+// Found by the second demo run: after a reply whose usage the backend reported, the room left
+// ignored the tool answers added since, so the next turn asked for 100-150 tokens more than the
+// server had room for and was refused. They are now counted (two bytes a token, 8 a message).
+TEST_F(EpisodeTest, TheRoomLeftCountsTheToolAnswersAfterTheLastReportedUsage) {
+  auto replay = ReplayPolicy::parse(transcript(), "transcript");
+  ASSERT_TRUE(replay) << replay.error().to_string();
+  struct Reporting final : PolicyBackend {
+    PolicyBackend* inner = nullptr;
+    std::vector<std::int64_t> asked;
+    Expected<PolicyTurn> next(const PolicyRequest& r) override {
+      asked.push_back(r.max_new_tokens);
+      auto turn = inner->next(r);
+      if (turn) {
+        turn->prompt_tokens = 50'000;
+        turn->completion_tokens = 100;
+      }
+      return turn;
+    }
+    std::string describe() const override { return "reporting"; }
+  } policy;
+  policy.inner = replay->get();
+  CompileOnlyTools tools(*client_, {});
+  EpisodeSpec s = spec(&policy, &tools);
+  s.max_new_tokens_per_turn = 1'000'000;
+  s.budgets.max_context_tokens = 100'000;
+  Episode e = run_episode(s);
+  ASSERT_GE(policy.asked.size(), 2u);
+  // The first tool turn after the first reply: its answers are what was added since.
+  std::size_t first_reply = 0;
+  while (e.turns[first_reply].role != TurnRole::kAssistant) ++first_reply;
+  std::int64_t since = 0;
+  for (const auto& r : e.turns[first_reply + 1].tool_results)
+    since += static_cast<std::int64_t>(r.content.size()) / 2 + 8;
+  EXPECT_EQ(policy.asked[1], 100'000 - 50'100 - since);
+}
+
 // The compile-only reward: the recorded episode's final workspace builds, so +1; the agent's
 // verify and benchmark calls get the plain answer; the final report says what was measured.
 TEST_F(EpisodeTest, CompileOnlyRewardIsPlusOneForAWorkspaceThatBuilds) {

@@ -20,6 +20,7 @@ void add(EvalFigures& f, const EvalEpisodeResult& r, double& log_eager, std::siz
   ++f.tiers[r.aborted ? -1 : r.reward_tier];  // a task with no scored episode failed
   if (!r.correct) return;
   ++f.correct;
+  if (r.constant_output) return;  // a stored answer would pass: no speed counts
   if (r.speedup_vs_eager > 1) ++f.faster_than_eager;
   if (r.speedup_vs_compile > 1) ++f.faster_than_compile;
   if (r.speedup_vs_eager > 0) {
@@ -137,13 +138,47 @@ std::string episodes_line(const EvalSummary& s) {
                             100.0 * s.positive_rate);
 }
 
+// The tasks whose output ignores their inputs, hardened or flagged; "\n" when there are none.
+std::string task_flags_text(const EvalSummary& s) {
+  auto list = [](const std::vector<std::string>& ids) {
+    std::string out;
+    for (const auto& id : ids) out += (out.empty() ? "" : ", ") + id;
+    return out;
+  };
+  std::string text;
+  if (!s.hardened_tasks.empty())
+    text += fmt::format(
+        "\nHardened ({} tasks whose output ignores their inputs; every solution was also checked "
+        "with re-drawn weights): {}.\n",
+        s.hardened_tasks.size(), list(s.hardened_tasks));
+  if (!s.constant_tasks.empty())
+    text += fmt::format(
+        "\nConstant output, no speed credit ({} tasks whose output ignores both their inputs "
+        "and re-drawn weights, so a stored answer would pass; counted in the pass rate only): "
+        "{}.\n",
+        s.constant_tasks.size(), list(s.constant_tasks));
+  return text + "\n";
+}
+
 }  // namespace
+
+void note_task_checks(EvalEpisodeResult& r, const std::vector<std::string>& checks_run) {
+  for (const std::string& c : checks_run) {
+    if (c.rfind("weights[", 0) == 0) r.hardened = true;
+    if (c == "constant_output_task") r.constant_output = true;
+  }
+}
 
 EvalSummary summarize(const std::vector<EvalEpisodeResult>& episodes) {
   std::map<std::string, EvalEpisodeResult> best;
   for (const auto& e : episodes) {
     auto [it, inserted] = best.emplace(e.task_id, e);
     if (!inserted && better(e, it->second)) it->second = e;
+  }
+  for (const auto& e : episodes) {  // what the bench found about a task holds for every episode
+    EvalEpisodeResult& b = best.at(e.task_id);
+    b.hardened = b.hardened || e.hardened;
+    b.constant_output = b.constant_output || e.constant_output;
   }
   EvalSummary s;
   s.episodes = episodes.size();
@@ -166,6 +201,12 @@ EvalSummary summarize(const std::vector<EvalEpisodeResult>& episodes) {
   for (const auto& r : s.best_per_task) {
     all.push_back(&r);
     by_subset[r.subset].push_back(&r);
+  }
+  for (const auto& [id, r] : best) {
+    if (r.constant_output)
+      s.constant_tasks.push_back(id);
+    else if (r.hardened)
+      s.hardened_tasks.push_back(id);
   }
   s.overall = figures(all);
   if (!(by_subset.size() == 1 && by_subset.count("")))
@@ -190,8 +231,9 @@ std::string render_markdown(const EvalSummary& s, const std::string& title) {
                       it == s.overall.tiers.end() ? 0 : it->second);
     first = false;
   }
+  md += "\n" + task_flags_text(s);
   md +=
-      "\n\nDefinitions (CUDA Agent's Table 1): pass rate = tasks whose best solution is correct "
+      "Definitions (CUDA Agent's Table 1): pass rate = tasks whose best solution is correct "
       "/ tasks; faster than eager (compile) = tasks correct with speedup > 1 over PyTorch eager "
       "(torch.compile) / tasks; geomean = geometric mean of the speedups over correct, timed "
       "tasks. A task's result is its best episode (highest reward tier, then highest speedup vs "
@@ -219,6 +261,8 @@ std::string render_html(const EvalSummary& s, const std::string& title) {
   for (const auto& [name, f] : s.subsets) html += html_row(name, f);
   html += html_row("all", s.overall) + "</table>\n";
   html += "<p>" + episodes_line(s) + "</p>\n";
+  if (const std::string flags = task_flags_text(s); flags.size() > 1)
+    html += "<p>" + escape_html(flags) + "</p>\n";
   html += "<h2>Speedup vs torch.compile over correct tasks (log2 bins)</h2>\n" + histogram_svg(s);
   html += "<h2>Per task: speedup vs torch.compile (log scale)</h2>\n" + bars_svg(s);
   return html + "</body></html>\n";

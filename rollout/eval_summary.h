@@ -31,7 +31,17 @@ struct EvalEpisodeResult {
   /// The episode ended aborted (a policy server or tool failed, not the policy): not scored. It
   /// counts toward no mean and no tier; a task whose every episode aborted counts as failed.
   bool aborted = false;
+  /// The task's output ignored its inputs, and the bench also checked the solution with re-drawn
+  /// weights (docs/formats/harness.md, check `weights[...]`).
+  bool hardened = false;
+  /// The task's output ignores its inputs and re-drawn weights alike (`constant_output_task`): a
+  /// stored answer would pass, so its speedups count toward no "faster" figure or geomean.
+  bool constant_output = false;
 };
+
+/// `hardened` and `constant_output` from the names of the checks a bench ran (an audit record's
+/// checks_run, or a BenchResult's checks).
+void note_task_checks(EvalEpisodeResult& r, const std::vector<std::string>& checks_run);
 
 struct EvalFigures {
   std::size_t tasks = 0;
@@ -60,6 +70,10 @@ struct EvalSummary {
   EvalFigures overall;
   std::map<std::string, EvalFigures> subsets;    ///< by subset name (absent when all are "")
   std::vector<EvalEpisodeResult> best_per_task;  ///< the result that counted, per task, by id
+  /// Tasks whose output ignores their inputs: hardened by re-drawn weights, and those nothing
+  /// could harden (no speed credit), by id.
+  std::vector<std::string> hardened_tasks;
+  std::vector<std::string> constant_tasks;
 };
 
 EvalSummary summarize(const std::vector<EvalEpisodeResult>& episodes);

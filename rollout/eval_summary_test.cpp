@@ -81,5 +81,31 @@ TEST(EvalSummary, AbortedEpisodesAreCountedButNotScored) {
             std::string::npos);
 }
 
+TEST(EvalSummary, ConstantOutputTasksEarnNoSpeedFiguresAndBothKindsAreListed) {
+  EvalEpisodeResult constant{"l3/vgg", "level3", true, 40.0, 30.0, 1};
+  note_task_checks(constant, {"run[seed=1]", "weights[weights,seed=9]", "constant_output_task"});
+  EXPECT_TRUE(constant.constant_output);
+  EvalEpisodeResult hardened{"l3/mobilenet", "level3", true, 2.0, 1.5, 3};
+  note_task_checks(hardened, {"run[seed=1]", "weights[weights,seed=9]"});
+  EXPECT_TRUE(hardened.hardened);
+  EXPECT_FALSE(hardened.constant_output);
+  // A failed episode of the hardened task (the bench never reached the weights check there)
+  // still belongs to a hardened task.
+  EvalEpisodeResult failed{"l3/mobilenet", "level3", false, 0, 0, -1};
+  EvalEpisodeResult plain{"l3/mlp", "level3", true, 2.0, 2.0, 3};
+  EvalSummary s = summarize({constant, failed, hardened, plain});
+  EXPECT_EQ(s.overall.correct, 3u) << "a constant task still counts as passed";
+  EXPECT_EQ(s.overall.faster_than_eager, 2u) << "but not as faster";
+  EXPECT_NEAR(s.overall.geomean_vs_eager, 2.0, 1e-12) << "nor in the geomean";
+  EXPECT_EQ(s.constant_tasks, std::vector<std::string>{"l3/vgg"});
+  EXPECT_EQ(s.hardened_tasks, std::vector<std::string>{"l3/mobilenet"});
+  const std::string md = render_markdown(s, "t");
+  EXPECT_NE(md.find("Hardened (1 tasks whose output ignores their inputs"), std::string::npos)
+      << md;
+  EXPECT_NE(md.find("Constant output, no speed credit (1 tasks"), std::string::npos) << md;
+  EXPECT_NE(render_html(s, "t").find("l3/vgg"), std::string::npos);
+  EXPECT_EQ(render_markdown(summarize({plain}), "t").find("Hardened"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace cuda_agent

@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "core/content_hash.h"
+
 namespace cuda_agent {
 namespace {
 
@@ -27,8 +29,8 @@ std::shared_ptr<BenchService> fake_bench() {
 
 CompileResult built() {
   CompileResult r;
-  r.artifact_hash = "h";
   r.artifact = "so";
+  r.artifact_hash = content_hash(r.artifact);
   r.toolchain = "nvcc";
   return r;
 }

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "actors/work_pool_broker.h"
+#include "core/content_hash.h"
 #include "gpu_bench/bench_pool.h"
 #include "gpu_bench/bench_test_util.h"
 #include "rollout/pool_bench.h"
@@ -72,8 +73,8 @@ class PoolBenchRerun : public ::testing::Test {
   }
   static CompileResult built() {
     CompileResult r;
-    r.artifact_hash = "h";
     r.artifact = "so";
+    r.artifact_hash = content_hash(r.artifact);  // the bench checks the bytes are the artifact
     r.toolchain = "nvcc";
     return r;
   }

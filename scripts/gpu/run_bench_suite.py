@@ -27,13 +27,15 @@ import sys
 import time
 
 
-def load_entries(suite, only):
+def load_entries(suite, only, names=None):
     entries = []
     for kind in ("attacks", "honest"):
         if only and kind != only:
             continue
         root = os.path.join(suite, kind)
         for name in sorted(os.listdir(root)):
+            if names and name not in names:
+                continue
             d = os.path.join(root, name)
             exp = os.path.join(d, "expect.json")
             if os.path.isfile(exp):
@@ -103,6 +105,7 @@ def main():
     ap.add_argument("--cuda-agent", default="build-gpu/cli/cuda-agent")
     ap.add_argument("--suite", default="tests/bench_suite")
     ap.add_argument("--only", choices=["attacks", "honest"])
+    ap.add_argument("--names", help="comma-separated entry names (directories) to run alone")
     ap.add_argument("--store", default="/tmp/bench-suite-store")
     ap.add_argument("--jobs", type=int, default=4, help="verify-mode runs at once")
     ap.add_argument("--trials", type=int, default=0, help="timed trials (default: [bench])")
@@ -110,7 +113,11 @@ def main():
     ap.add_argument("--out", default="bench_suite_results.json")
     a = ap.parse_args()
 
-    entries = load_entries(a.suite, a.only)
+    names = set(a.names.split(",")) if a.names else None
+    entries = load_entries(a.suite, a.only, names)
+    if names and len(entries) != len(names):
+        print("unknown entries: " + ", ".join(sorted(names - {e["name"] for e in entries})))
+        return 2
     verify, timed = [], []
     for e in entries:
         expected = e["expect"].get("verdict", "pass")

@@ -80,6 +80,7 @@ def main():
             "seconds": round(seconds, 1), "styles": e["expect"].get("styles", []),
             "task": e["expect"].get("task"),
             "speedup_vs_eager": report.get("speedup_vs_eager"),
+            "notes": report.get("notes"), "checks_run": (report.get("audit") or {}).get("checks_run"),
             "error": report.get("error")}
         print(f"{'ok ' if ok else 'BAD'} {e['name']}: {verdict} (tier {tier}, {seconds:.1f} s)"
               + ("; " + " | ".join(reasons)[:400] if reasons and not ok else ""), flush=True)

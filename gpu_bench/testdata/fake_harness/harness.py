@@ -94,6 +94,9 @@ def main(argv=None, t0=None):
     elif scenario == "implausible":
         r["timing"] = timing(1.0, 200.0, 150.0)
         r["violations"] = [{"rule": "implausible_speedup", "detail": "200x"}]
+    elif scenario == "constant_task":  # correct and 2x faster, on a task nothing can harden
+        r["timing"] = timing(100.0, 200.0, 150.0)
+        r["violations"] = [{"rule": "constant_output_task", "detail": "one output for 5 sets"}]
     elif scenario == "device_fault":
         r["passed"] = False
         r["device_fault"] = True
