@@ -152,6 +152,7 @@ Expected<std::vector<std::string>> learner_serve_args(std::vector<std::string> a
   add("--gamma", num(m.learner.gamma));
   add("--gae-lambda", num(m.learner.gae_lambda));
   add("--epochs", std::to_string(m.learner.ppo_epochs));
+  add("--skip-uniform-reward-batches", m.learner.skip_uniform_reward_batches ? "true" : "false");
   add("--micro-batch-tokens", std::to_string(m.learner.micro_batch_tokens));
   add("--timeout-ms", std::to_string(m.learner.nccl_timeout_ms));
   add("--heartbeat-ms", std::to_string(m.run.heartbeat_interval_ms));

@@ -91,6 +91,7 @@ struct LearnArgs {
   int rank = 0, world_size = 1;
   std::int64_t timeout_ms = 600'000;
   bool shard_optimizer = false;
+  bool skip_uniform_reward_batches = true;
   // serve only
   std::string coordinator, id, curve_client_key, curve_server_public_key, checkpoint_dir;
   std::vector<std::string> engines;
@@ -241,6 +242,7 @@ TrainerOptions trainer_options(const LearnArgs& a) {
   to.gamma = a.gamma;
   to.gae_lambda = a.gae_lambda;
   to.ppo_epochs = a.epochs;
+  to.skip_uniform_reward_batches = a.skip_uniform_reward_batches;
   to.shard_optimizer = a.shard_optimizer;
   to.actor_optimizer = {.lr = a.lr,
                         .weight_decay = a.weight_decay,
@@ -590,6 +592,8 @@ int main(int argc, char** argv) {
     sub->add_option("--max-grad-norm", a.max_grad_norm, "gradient clipping (<= 0: off)");
     sub->add_option("--weight-decay", a.weight_decay, "AdamW decoupled weight decay");
     sub->add_option("--epochs", a.epochs, "PPO passes per batch")->check(CLI::PositiveNumber);
+    sub->add_option("--skip-uniform-reward-batches", a.skip_uniform_reward_batches,
+                    "true: a batch whose every episode has the same reward trains the critic only");
     sub->add_option("--temperature", a.temperature, "the behaviour policy's sampling temperature");
     sub->add_option("--clip-low", a.clip_low, "PPO clip below 1");
     sub->add_option("--clip-high", a.clip_high, "PPO clip above 1");

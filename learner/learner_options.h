@@ -28,6 +28,7 @@ struct LearnerOptions {
   std::int64_t batch_episodes = 64;
   std::int64_t staleness = 1;
   std::int64_t ppo_epochs = 1;
+  bool skip_uniform_reward_batches = true;
   std::int64_t micro_batch_tokens = 32'768;
   std::int64_t checkpoint_every_steps = 20;
   std::int64_t nccl_timeout_ms = 600'000;
@@ -78,6 +79,12 @@ struct LearnerOptions {
       staleness);
     v({.key = "ppo_epochs", .unit = "epochs", .doc = "Passes over each batch.", .min = 1},
       ppo_epochs);
+    v({.key = "skip_uniform_reward_batches",
+       .doc = "A PPO batch whose every episode has the same reward carries no signal for the "
+              "actor (its advantages are the critic's errors, whitened to unit size): train only "
+              "the critic on it. false: update the actor anyway (deterministic-mode tests do, to "
+              "keep the actor moving on a compile-only reward that stays at -1)."},
+      skip_uniform_reward_batches);
     v({.key = "micro_batch_tokens",
        .unit = "tokens",
        .doc = "Tokens per forward/backward micro-batch on one GPU.",

@@ -350,7 +350,10 @@ TEST(TrainE2E, WeightsAfterTenSigkillsEqualAnUninterruptedRun) {
     for (const char* kv :
          {"learner.stage=single-turn-ppo", "learner.single_turn_steps=4",
           "learner.checkpoint_every_steps=2", "rollout.max_new_tokens_per_turn=32",
-          "rollout.concurrent_episodes=1", "learner.staleness=0", "model.dtype=fp32"})
+          "rollout.concurrent_episodes=1", "learner.staleness=0", "model.dtype=fp32",
+          // The compile-only reward stays at -1: without this the actor would not move at all,
+          // and its weights would match trivially.
+          "learner.skip_uniform_reward_batches=false"})
       s += std::string(" --set ") + kv;
     return s;
   };
