@@ -110,7 +110,12 @@ TEST_F(ZygoteTest, AJobThatStopsTheZygoteCostsARestartNotAVerdict) {
   ASSERT_TRUE(e) << e.error().to_string();
   EXPECT_FALSE(e->from_zygote);
   EXPECT_TRUE(e->passed);
-  EXPECT_TRUE(has_note(*e, "no exit status for the job within the grace period")) << notes_of(*e);
+  // The job stops the zygote after the zygote has reported the job's pid, or (on a loaded
+  // machine, where the forked job can run first) before: either way the grace period ends it.
+  EXPECT_TRUE(has_note(*e, "no exit status for the job within the grace period") ||
+              has_note(*e, "no pid for the job within the grace period"))
+      << notes_of(*e);
+  EXPECT_TRUE(has_note(*e, "re-run in a fresh harness child")) << notes_of(*e);
   auto next = s->evaluate(job("fast"));
   ASSERT_TRUE(next);
   EXPECT_TRUE(next->from_zygote);
