@@ -153,9 +153,9 @@ std::string task_flags_text(const EvalSummary& s) {
         s.hardened_tasks.size(), list(s.hardened_tasks));
   if (!s.constant_tasks.empty())
     text += fmt::format(
-        "\nConstant output, no speed credit ({} tasks whose output ignores both their inputs "
-        "and re-drawn weights, so a stored answer would pass; counted in the pass rate only): "
-        "{}.\n",
+        "\nConstant output, no speed credit ({} tasks whose output depends neither on their "
+        "inputs nor on their weights, so a stored answer would pass; counted in the pass rate "
+        "only): {}.\n",
         s.constant_tasks.size(), list(s.constant_tasks));
   return text + "\n";
 }

@@ -34,8 +34,8 @@ struct EvalEpisodeResult {
   /// The task's output ignored its inputs, and the bench also checked the solution with re-drawn
   /// weights (docs/formats/harness.md, check `weights[...]`).
   bool hardened = false;
-  /// The task's output ignores its inputs and re-drawn weights alike (`constant_output_task`): a
-  /// stored answer would pass, so its speedups count toward no "faster" figure or geomean.
+  /// The task's output depends neither on its inputs nor on its weights (`constant_output_task`):
+  /// a stored answer would pass, so its speedups count toward no "faster" figure or geomean.
   bool constant_output = false;
 };
 
