@@ -7,7 +7,6 @@
 #pragma once
 
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "messages/bench_codec.h"
@@ -39,10 +38,9 @@ BenchReward compute_reward(const RewardInputs& in, const RewardRule& rule);
 /// flag a result ("implausible_speedup", "constant_output_task").
 bool violation_fails(const PolicyViolation& v);
 
-/// The flag of a task whose output depends neither on its inputs nor on its weights (it has none,
-/// or re-drawn ones change nothing; docs/formats/harness.md): a stored answer cannot be told from
-/// a computed one there, so such an evaluation earns no speed credit (tier at most +1).
-inline constexpr std::string_view kConstantOutputTask = "constant_output_task";
+/// Whether the harness flagged the task constant (kConstantOutputTask, messages/bench_codec.h): a
+/// stored answer cannot be told from a computed one there, so such an evaluation earns no speed
+/// credit (tier at most +1).
 bool flags_constant_output(const std::vector<PolicyViolation>& violations);
 
 }  // namespace cuda_agent

@@ -402,7 +402,7 @@ std::string step_line(const TrainStep& step, const StepDone& done) {
     line += buf;
   }
   if (auto it = done.metrics.find("actor/skipped"); it != done.metrics.end() && it->second > 0)
-    line += " (actor not updated: every episode of the batch had the same reward)";
+    line += kActorSkippedNote;
   return line;
 }
 

@@ -102,7 +102,7 @@ std::string StepMetrics::line() const {
                 static_cast<unsigned long long>(step), kind.c_str(), loss, value_loss, entropy,
                 clip_fraction, approx_kl, grad_norm, explained_variance, reward_mean,
                 static_cast<unsigned long long>(sequences), model_tokens, tokens_per_s);
-  if (actor_skipped) return std::string(buf) + " (actor not updated: every reward the same)";
+  if (actor_skipped) return std::string(buf) + kActorSkippedNote;
   return buf;
 }
 
@@ -467,9 +467,10 @@ Expected<StepMetrics> Trainer::ppo_step(const std::vector<TrainSequence>& batch)
     if (I.critic) {
       ASSIGN_OR_RETURN(ev, I.explained_variance(values, ret));
     }
-    RETURN_IF_ERROR(I.whiten_global(adv));
-    // Every reward the same: no signal for the actor (TrainerOptions::skip_uniform_reward_batches).
+    // Every reward the same: no signal for the actor (TrainerOptions::skip_uniform_reward_batches),
+    // so its advantages are not needed either (the critic trains on the returns).
     const bool actor_skipped = I.opt.skip_uniform_reward_batches && tot.uniform_reward();
+    if (!actor_skipped) RETURN_IF_ERROR(I.whiten_global(adv));
     // 4. Epochs.
     std::vector<double> stats(6, 0.0);
     OptimizerStepStats actor_stats;

@@ -87,6 +87,10 @@ struct TrainerOptions {
   std::string model_dir;
 };
 
+/// What a step's line says when it left the actor as it was (StepMetrics::actor_skipped).
+inline constexpr const char* kActorSkippedNote =
+    " (actor not updated: every episode of the batch had the same reward)";
+
 /// What one step did, summed over the group (every rank reports the same figures).
 struct StepMetrics {
   std::string kind;               ///< "ppo", "sft", "value"
@@ -107,7 +111,7 @@ struct StepMetrics {
   double seconds = 0;             ///< wall time of the step
   double tokens_per_s = 0;        ///< total_tokens / seconds
   /// ppo: every sequence had the same reward, so only the critic was trained
-  /// (TrainerOptions::skip_uniform_reward_batches).
+  /// (TrainerOptions::skip_uniform_reward_batches); line() then ends with kActorSkippedNote.
   bool actor_skipped = false;
   /// One line: "step 12 ppo loss=... entropy=... clip=... gnorm=... tok/s=... ev=...".
   std::string line() const;

@@ -120,6 +120,11 @@ struct PolicyViolation {
   std::string detail;  ///< what and where
 };
 
+/// The harness's flag (and the passed check of the same name in AuditRecord::checks_run) for a
+/// task whose output depends neither on its inputs nor on its weights (docs/formats/harness.md):
+/// such an evaluation earns no speed credit (gpu_bench/reward.h).
+inline constexpr std::string_view kConstantOutputTask = "constant_output_task";
+
 /// The outcome of an evaluation that ran.
 struct BenchResult {
   std::vector<BenchCheck> checks;           ///< in the order run

@@ -77,8 +77,9 @@ std::int64_t EpisodeRunner::context_tokens() const {
   };
   std::int64_t all = 0, since = 0;
   for (std::size_t i = 0; i < messages_.size(); ++i) {
-    all += bytes_of(messages_[i]);
-    if (i >= reported_messages_) since += bytes_of(messages_[i]) / 2 + 8;
+    const std::int64_t bytes = bytes_of(messages_[i]);
+    all += bytes;
+    if (i >= reported_messages_) since += bytes / 2 + 8;
   }
   if (reported_tokens_ == 0) return all / 4;
   return std::max(reported_tokens_ + since, all / 4);

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "messages/bench_codec.h"
+
 namespace cuda_agent {
 namespace {
 
@@ -165,7 +167,7 @@ std::string task_flags_text(const EvalSummary& s) {
 void note_task_checks(EvalEpisodeResult& r, const std::vector<std::string>& checks_run) {
   for (const std::string& c : checks_run) {
     if (c.rfind("weights[", 0) == 0) r.hardened = true;
-    if (c == "constant_output_task") r.constant_output = true;
+    if (c == kConstantOutputTask) r.constant_output = true;
   }
 }
 

@@ -405,24 +405,35 @@ def verify_one(s, dev, seed, tag, poison, first, same_address_seed=None, phase_k
     return ok
 
 
+def rerun_against_reference(s, dev, cand_in, ref_in, tag, poison):
+    """The candidate once more (guarded, on poisoned free memory when asked), then the reference
+    on `ref_in`, and their outputs compared. Returns (ran, bad, ref_out): ran is False when the
+    candidate's run failed (its failed `run<tag>` check is recorded), else bad holds the output
+    checks that failed and ref_out the reference's output."""
+    if poison:
+        dev.poison_free_memory(reserve_big_block=False)
+    out, err, g = run_candidate_guarded(s, cand_in)
+    s.result["violations"].extend(g.violations)
+    if g.violations or err:
+        s.check("run" + tag, False, g.violations[0]["detail"] if g.violations else err)
+        return False, [], None
+    with torch.no_grad():
+        ref_out = s.ref(*ref_in)
+    checks, violations = compare.check_outputs(out, ref_out, s.options["tolerance_profile"],
+                                               s.index, tag)
+    s.result["violations"].extend(violations)
+    return True, [c for c in checks if not c["passed"]], ref_out
+
+
 def same_address_recheck(s, dev, cand_in, ref_in, seed, poison):
     """New values in the candidate's input buffers (same addresses), and the candidate once
     more: a result cache keyed on pointers (in model_new.py or in the launcher) returns the old
     answer and fails; so does a solution that is right only for its first calls. `ref_in` holds
     the same new values for the reference."""
     tag = "[same_address,seed=%d]" % seed
-    if poison:
-        dev.poison_free_memory(reserve_big_block=False)
-    out, err, g = run_candidate_guarded(s, cand_in)
-    s.result["violations"].extend(g.violations)
-    if g.violations or err:
-        return s.check("run" + tag, False, g.violations[0]["detail"] if g.violations else err)
-    with torch.no_grad():
-        ref_out = s.ref(*ref_in)
-    checks, violations = compare.check_outputs(out, ref_out, s.options["tolerance_profile"],
-                                               s.index, tag)
-    s.result["violations"].extend(violations)
-    bad = [c for c in checks if not c["passed"]]
+    ran, bad, _ = rerun_against_reference(s, dev, cand_in, ref_in, tag, poison)
+    if not ran:
+        return False
     if bad:
         s.result["checks"].extend(bad)
         s.violation("stale_output", "new values in the same input buffers gave a wrong result")
@@ -482,6 +493,21 @@ def input_insensitive(s):
     return s.ref_outputs_seen >= 2 and not s.ref_varies
 
 
+def redraw_weights(s, seed):
+    """New weights for the reference, drawn as the task draws them (Model(*get_init_inputs())
+    under `seed`) and loaded in place."""
+    torch.manual_seed(seed)
+    with torch.device(s.dev_name):
+        fresh = s.task.Model(*s.init_inputs).to(s.dev_name)
+    s.ref.load_state_dict(fresh.state_dict(), strict=True)
+
+
+def constant_output(s):
+    """Whether the reference's output does not change with the inputs at all (by at most
+    CONSTANT_RTOL of its size): with nothing else to vary, a constant task."""
+    return s.ref_max_change <= CONSTANT_RTOL
+
+
 def weights_recheck(s, dev, weight_seed, input_seed, poison):
     """The check that hardens a task whose output ignores its inputs: new weights, drawn as the
     task draws them (Model(*get_init_inputs()) under another seed), loaded into both the reference
@@ -493,12 +519,8 @@ def weights_recheck(s, dev, weight_seed, input_seed, poison):
     tag = "[weights,seed=%d]" % weight_seed
     if not s.ref.state_dict():
         return not_hardened(s, "the task has no weights to re-draw")
-    torch.manual_seed(weight_seed)
     try:
-        with torch.device(s.dev_name):
-            fresh = s.task.Model(*s.init_inputs).to(s.dev_name)
-        s.ref.load_state_dict(fresh.state_dict(), strict=True)
-        del fresh
+        redraw_weights(s, weight_seed)
     except Exception as e:  # noqa: BLE001 (the task's own failure; the candidate is not at fault)
         s.result["notes"].append("could not re-draw the task's weights (%s: %s)"
                                  % (type(e).__name__, e))
@@ -509,20 +531,10 @@ def weights_recheck(s, dev, weight_seed, input_seed, poison):
         return s.check("state_dict" + tag, False, "load_state_dict of re-drawn weights: %s: %s"
                        % (type(e).__name__, e))
     inputs = s.make_inputs(input_seed)
-    cand_in = clone_inputs(inputs)
-    if poison:
-        dev.poison_free_memory(reserve_big_block=False)
-    out, err, g = run_candidate_guarded(s, cand_in)
-    s.result["violations"].extend(g.violations)
-    if g.violations or err:
-        return s.check("run" + tag, False, g.violations[0]["detail"] if g.violations else err)
-    with torch.no_grad():
-        ref_out = s.ref(*clone_inputs(inputs))
-    torch.cuda.synchronize()
-    checks, violations = compare.check_outputs(out, ref_out, s.options["tolerance_profile"],
-                                               s.index, tag)
-    s.result["violations"].extend(violations)
-    bad = [c for c in checks if not c["passed"]]
+    ran, bad, ref_out = rerun_against_reference(s, dev, clone_inputs(inputs),
+                                                clone_inputs(inputs), tag, poison)
+    if not ran:
+        return False
     if bad:
         s.result["checks"].extend(bad)
         s.violation("ignores_weights", "with re-drawn weights the output stayed wrong: a stored "
@@ -543,7 +555,7 @@ def not_hardened(s, why):
     a constant task: flagged, no speed credit. One that changes, but by less than the tolerance
     (a mean over many draws, e.g. level 1's Mean_reduction), only gets a note: its honest
     solutions keep their credit."""
-    if s.ref_max_change > CONSTANT_RTOL:
+    if not constant_output(s):
         s.result["notes"].append(
             "not hardened: the task's output changes with its inputs by less than the tolerance "
             "(at most %.2g of its size over %d input sets) and %s, so a stored answer would pass "

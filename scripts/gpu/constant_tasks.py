@@ -12,7 +12,7 @@ new output (`passes_for`). Verdicts:
   hardened          input-insensitive; the stored answer fails against re-drawn weights, so the
                     harness rejects it (violation ignores_weights)
   constant          no weights, or re-drawn weights change nothing, and the output does not
-                    change with the inputs (by at most evaluate.CONSTANT_RTOL of its size):
+                    change with the inputs (evaluate.constant_output):
                     flagged constant_output_task, no speed credit
   not hardened      as constant, but the output changes with the inputs by more than that
                     (less than the tolerance): a note, the speed credit stays
@@ -49,19 +49,14 @@ def judge(path, sets, seed, profile):
             evaluate.note_reference_output(s, s.ref(*s.make_inputs(rng.getrandbits(63))))
     if not evaluate.input_insensitive(s):
         return "input-sensitive"
-    strict = s.ref_max_change <= evaluate.CONSTANT_RTOL
+    unhardened = "constant" if evaluate.constant_output(s) else "not hardened"
     if not s.ref.state_dict():
-        return "constant" if strict else "not hardened"
-    torch.manual_seed(rng.getrandbits(63))
-    with torch.device(s.dev_name):
-        fresh = s.task.Model(*s.init_inputs).to(s.dev_name)
-    s.ref.load_state_dict(fresh.state_dict(), strict=True)
-    del fresh
+        return unhardened
+    evaluate.redraw_weights(s, rng.getrandbits(63))
     with torch.no_grad():
         out = s.ref(*s.make_inputs(rng.getrandbits(63)))
-    stored_passes = evaluate.passes_for(s, s.first_ref_sample, evaluate.output_sample(out))
-    if stored_passes:
-        return "constant" if strict else "not hardened"
+    if evaluate.passes_for(s, s.first_ref_sample, evaluate.output_sample(out)):
+        return unhardened
     return "hardened"
 
 
