@@ -378,7 +378,7 @@ Status ensure_initial_model(const RunSetup& r, StopSignals& signals) {
                                  "supervised warm-up on the corpus (" +
                                      std::to_string(m.corpus.sft_steps) + " steps of " +
                                      std::to_string(m.corpus.sft_batch) + " transcripts, lr " +
-                                     std::to_string(m.corpus.sft_lr) + ")",
+                                     std::to_string(m.corpus.sft_lr) + " with cosine decay)",
                                  {"cuda-agent",
                                   "learn",
                                   "sft",
@@ -396,6 +396,12 @@ Status ensure_initial_model(const RunSetup& r, StopSignals& signals) {
                                   std::to_string(std::max<std::int64_t>(1, m.corpus.sft_steps / 4)),
                                   "--lr",
                                   std::to_string(m.corpus.sft_lr),
+                                  // From scratch: a short linear warm-up, then a cosine decay to
+                                  // a tenth of the rate by the last step.
+                                  "--warmup-steps",
+                                  std::to_string(std::max<std::int64_t>(1, m.corpus.sft_steps / 20)),
+                                  "--decay-steps",
+                                  std::to_string(m.corpus.sft_steps),
                                   "--seed",
                                   std::to_string(m.run.seed),
                                   "--device",

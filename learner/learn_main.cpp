@@ -84,8 +84,9 @@ struct LearnArgs {
   std::int64_t max_tokens = 0;           // 0: the model's max_position_embeddings
   std::int64_t accuracy_sequences = 32;  // 0: every sequence
   std::int64_t steps = 100, batch_episodes = 16, micro_batch_tokens = 32'768;
-  std::int64_t checkpoint_every = 20, warmup_steps = 0, epochs = 1, keep_last = 3;
+  std::int64_t checkpoint_every = 20, warmup_steps = 0, decay_steps = 0, epochs = 1, keep_last = 3;
   double lr = 1e-5, critic_lr = 6e-6, max_grad_norm = 1.0, weight_decay = 0.0, temperature = 1.0;
+  double min_lr_ratio = 0.1;
   double clip_low = 0.2, clip_high = 0.28, gamma = 1.0, gae_lambda = 0.95;
   std::uint64_t seed = 0;
   int rank = 0, world_size = 1;
@@ -247,7 +248,9 @@ TrainerOptions trainer_options(const LearnArgs& a) {
   to.actor_optimizer = {.lr = a.lr,
                         .weight_decay = a.weight_decay,
                         .max_grad_norm = a.max_grad_norm,
-                        .warmup_steps = a.warmup_steps};
+                        .warmup_steps = a.warmup_steps,
+                        .decay_steps = a.decay_steps,
+                        .min_lr_ratio = a.min_lr_ratio};
   to.critic_optimizer = to.actor_optimizer;
   to.critic_optimizer.lr = a.mode == "value" ? a.lr : a.critic_lr;
   to.keep_checkpoints = std::size_t(a.keep_last);
@@ -589,6 +592,10 @@ int main(int argc, char** argv) {
     sub->add_option("--lr", a.lr, "actor learning rate (the critic's for value)");
     sub->add_option("--critic-lr", a.critic_lr, "critic learning rate (ppo, serve)");
     sub->add_option("--warmup-steps", a.warmup_steps, "linear learning-rate warm-up");
+    sub->add_option("--decay-steps", a.decay_steps,
+                    "cosine learning-rate decay after the warm-up, to --min-lr-ratio x lr at this "
+                    "step (0: a constant rate)");
+    sub->add_option("--min-lr-ratio", a.min_lr_ratio, "where the decay ends (default 0.1)");
     sub->add_option("--max-grad-norm", a.max_grad_norm, "gradient clipping (<= 0: off)");
     sub->add_option("--weight-decay", a.weight_decay, "AdamW decoupled weight decay");
     sub->add_option("--epochs", a.epochs, "PPO passes per batch")->check(CLI::PositiveNumber);

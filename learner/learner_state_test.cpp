@@ -190,6 +190,27 @@ TEST(MasterAdamW, WarmsUpLinearlyAndScales) {
   EXPECT_DOUBLE_EQ(opt.step(g, 0.5).lr, 0.2);
 }
 
+TEST(MasterAdamW, DecaysByCosineAfterTheWarmUpAndHoldsTheFloor) {
+  const AdamWOptions o{.lr = 1.0, .warmup_steps = 2, .decay_steps = 6, .min_lr_ratio = 0.1};
+  EXPECT_DOUBLE_EQ(lr_schedule_factor(o, 1), 0.5);  // warm-up
+  EXPECT_DOUBLE_EQ(lr_schedule_factor(o, 2), 1.0);  // the peak: the decay starts here
+  EXPECT_NEAR(lr_schedule_factor(o, 4), 0.55, 1e-12);  // half-way: the middle of 1 and 0.1
+  EXPECT_NEAR(lr_schedule_factor(o, 6), 0.1, 1e-12);
+  EXPECT_NEAR(lr_schedule_factor(o, 60), 0.1, 1e-12);  // held past the end
+  for (std::int64_t t = 2; t < 6; ++t)
+    EXPECT_GT(lr_schedule_factor(o, t), lr_schedule_factor(o, t + 1)) << t;
+  EXPECT_DOUBLE_EQ(lr_schedule_factor({.lr = 1.0}, 1000), 1.0);  // no decay asked: constant
+  Params a = make_params(4);
+  MasterAdamW opt = MasterAdamW::create(a, {.lr = 0.4, .max_grad_norm = 0, .decay_steps = 3}, {});
+  const at::Tensor g = at::ones({opt.numel()});
+  std::vector<double> lrs;
+  for (int s = 0; s < 4; ++s) lrs.push_back(opt.step(g).lr);
+  EXPECT_NEAR(lrs[0], 0.4, 1e-12);
+  EXPECT_NEAR(lrs[1], 0.4 * 0.55, 1e-12);
+  EXPECT_NEAR(lrs[2], 0.04, 1e-12);
+  EXPECT_NEAR(lrs[3], 0.04, 1e-12);
+}
+
 TEST(MasterAdamW, SkipsANonFiniteGradient) {
   Params a = make_params(5), before = clone_params(a);
   MasterAdamW opt = MasterAdamW::create(a, {}, {});

@@ -19,6 +19,16 @@ Error bad_state(const std::string& what) {
 
 }  // namespace
 
+double lr_schedule_factor(const AdamWOptions& o, std::int64_t t) {
+  if (o.warmup_steps > 0 && t < o.warmup_steps)
+    return static_cast<double>(t) / static_cast<double>(o.warmup_steps);
+  if (o.decay_steps <= 0) return 1.0;
+  const std::int64_t from = std::max<std::int64_t>(o.warmup_steps, 1);
+  const double span = static_cast<double>(std::max<std::int64_t>(o.decay_steps - from, 1));
+  const double x = std::clamp(static_cast<double>(t - from) / span, 0.0, 1.0);
+  return o.min_lr_ratio + (1.0 - o.min_lr_ratio) * 0.5 * (1.0 + std::cos(M_PI * x));
+}
+
 MasterAdamW MasterAdamW::create(std::vector<std::pair<std::string, at::Tensor>> params,
                                 const AdamWOptions& options, const ShardSpec& shard) {
   TORCH_CHECK(!params.empty(), "MasterAdamW: no parameters");
@@ -91,9 +101,7 @@ OptimizerStepStats MasterAdamW::step(const at::Tensor& flat_grad, double lr_scal
   }
   const std::int64_t t = steps_ + 1;
   double lr = options_.lr * lr_scale;
-  if (options_.warmup_steps > 0 && t < options_.warmup_steps) {
-    lr *= static_cast<double>(t) / static_cast<double>(options_.warmup_steps);
-  }
+  lr *= lr_schedule_factor(options_, t);
   stats.lr = lr;
 
   // This rank's gradient slice [S] (zeros past P).

@@ -55,7 +55,15 @@ struct AdamWOptions {
   double max_grad_norm = 1.0;
   /// Linear warm-up: step t (1-based) uses lr * min(1, t / warmup_steps); 0: none. Default: 0.
   std::int64_t warmup_steps = 0;
+  /// Cosine decay after the warm-up: from lr at step warmup_steps to lr * min_lr_ratio at step
+  /// decay_steps (1-based), then held there; 0: none (lr stays). Default: 0. Training from
+  /// scratch (the seed-corpus warm-up) ends lower with it; RL keeps a constant rate.
+  std::int64_t decay_steps = 0;
+  double min_lr_ratio = 0.1;
 };
+
+/// The factor on lr at step t (1-based): the linear warm-up, then the cosine decay, as above.
+double lr_schedule_factor(const AdamWOptions& options, std::int64_t step);
 
 struct ShardSpec {
   int rank = 0;
@@ -85,7 +93,7 @@ class MasterAdamW {
 
   /// One update from the whole flat fp32 gradient, [P] or [Pp], already reduced across ranks:
   /// global-norm clipping (the norm of all P elements, the same on every rank), warm-up,
-  /// lr = options.lr x warm-up x lr_scale, decoupled weight decay, bias correction; updates the
+  /// lr = options.lr x warm-up (or cosine decay) x lr_scale, decoupled weight decay, bias correction; updates the
   /// owned slice of the master weights. Unsharded: then copies master -> params (publish()).
   /// Sharded: the caller all-gathers owned_master() of every rank into full_master() and calls
   /// publish().
