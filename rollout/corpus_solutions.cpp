@@ -9,11 +9,6 @@
 namespace cuda_agent {
 namespace {
 
-std::string short_op(const std::string& op) {
-  const auto dot = op.rfind('.');
-  return dot == std::string::npos ? op : op.substr(dot + 1);
-}
-
 // The .cu text, one line at a time.
 class Lines {
  public:
@@ -34,14 +29,17 @@ std::string join(const std::vector<std::string>& parts, const std::string& sep) 
   return out;
 }
 
-// "v = <expr>;  // <op>" for each step, `other` naming a binary step's second operand.
+// "v = <expr>;" for each step, `other` naming a binary step's second operand. The solutions put
+// the operator's name on the line before ("// <op>"): the name is copied from the task first, and
+// the expression then follows the name just written (easier for a small model than recalling the
+// k-th operator of the chain inside the expression).
 Expected<std::vector<std::string>> step_statements(const PointwiseChainTask& task,
                                                    const std::vector<std::string>& others) {
   std::vector<std::string> out;
   for (std::size_t k = 0; k < task.steps.size(); ++k) {
     const ChainStep& s = task.steps[k];
     ASSIGN_OR_RETURN(std::string e, op_cuda_expression(s.op, s.param, "v", others[k]));
-    out.push_back("v = " + e + ";  // " + s.op);
+    out.push_back("v = " + e + ";");
   }
   return out;
 }
@@ -97,7 +95,10 @@ Expected<CorpusSolution> fused(const PointwiseChainTask& task, SolutionStyle sty
   cu.add("#include <cuda_runtime.h>");
   cu.add("");
   cu.add("static __device__ __forceinline__ float chain(" + join(scalar_params, ", ") + ") {");
-  for (const std::string& st : steps) s.step_lines.push_back(cu.add("  " + st));
+  for (std::size_t k = 0; k < steps.size(); ++k) {
+    cu.add("  // " + task.steps[k].op);
+    s.step_lines.push_back(cu.add("  " + steps[k]));
+  }
   cu.add("  return v;");
   cu.add("}");
   cu.add("");
@@ -219,8 +220,8 @@ Expected<CorpusSolution> per_op(const PointwiseChainTask& task, const std::strin
   for (std::size_t k = 0; k < task.steps.size(); ++k) {
     const ChainStep& st = task.steps[k];
     const bool binary = !st.input.empty();
-    const std::string kernel = "step" + std::to_string(k + 1) + "_" + short_op(st.op) + "_kernel";
-    const std::string launcher = "step" + std::to_string(k + 1) + "_" + short_op(st.op);
+    const std::string launcher = "step" + std::to_string(k + 1);
+    const std::string kernel = launcher + "_kernel";
     cu.add("");
     cu.add("__global__ void " + kernel + "(const float* __restrict__ in, " +
            (binary ? "const float* __restrict__ other, " : "") +
@@ -229,6 +230,7 @@ Expected<CorpusSolution> per_op(const PointwiseChainTask& task, const std::strin
     cu.add("  if (i < n) {");
     cu.add("    float v = in[i];");
     if (binary) cu.add("    const float w = other[i];");
+    cu.add("    // " + st.op);
     s.step_lines.push_back(cu.add("    " + steps[k]));
     cu.add("    out[i] = v;");
     cu.add("  }");
@@ -277,10 +279,12 @@ const char* to_string(BugKind kind) {
 }
 
 Expected<CorpusSolution> write_solution(const PointwiseChainTask& task, SolutionStyle style) {
-  std::string name;
-  for (const ChainStep& st : task.steps) name += (name.empty() ? "" : "_") + short_op(st.op);
-  if (style == SolutionStyle::kPerOpKernels) return per_op(task, name);
-  return fused(task, style, name);
+  // Names that do not depend on the task (kernels/chain.cu, chain_kernel, chain_launch, step2):
+  // names spelled from the operators must be copied consistently into every declaration and call,
+  // a slip a from-scratch policy made in most of its first turns on the H100 (launching
+  // maximum_tanh_kernel after defining hardsigmoid_maximum_kernel).
+  if (style == SolutionStyle::kPerOpKernels) return per_op(task, "chain");
+  return fused(task, style, "chain");
 }
 
 Expected<InjectedBug> inject_bug(const CorpusSolution& solution, BugKind kind, std::size_t step) {
@@ -318,17 +322,29 @@ Expected<InjectedBug> inject_bug(const CorpusSolution& solution, BugKind kind, s
     column = p;
     message = "identifier \"val\" is undefined";
   } else {
-    const std::size_t semi = line.find(";  // ");
-    line.erase(semi, 1);
-    // nvcc reports the missing ';' at the next token: the next line's first character.
+    line.erase(line.rfind(';'), 1);
+    // nvcc reports the missing ';' at the next token: the first character of the next line that
+    // is not a comment alone (the next step's "// <op>" line is skipped).
     error_line = n + 1;
-    column = lines[static_cast<std::size_t>(n)].find_first_not_of(' ');
+    auto comment_only = [&](int number) {
+      const std::string& l = lines[static_cast<std::size_t>(number - 1)];
+      const std::size_t first = l.find_first_not_of(' ');
+      return first != std::string::npos && l.compare(first, 2, "//") == 0;
+    };
+    while (error_line < static_cast<int>(lines.size()) && comment_only(error_line)) ++error_line;
+    column = lines[static_cast<std::size_t>(error_line - 1)].find_first_not_of(' ');
     message = "expected a \";\"";
   }
   bug.bad_line = line.substr(indent);
   std::string broken;
   for (const std::string& l : lines) broken += l + "\n";
   bug.broken_cu = std::move(broken);
+  // edit_file replaces one occurrence: a broken line found elsewhere too (a missing ';' whose line
+  // is the start of another step's) could not be fixed by quoting it.
+  const std::size_t first = bug.broken_cu.find(bug.bad_line);
+  if (bug.broken_cu.find(bug.bad_line, first + 1) != std::string::npos)
+    return make_error(ErrorCategory::kInvalidInput, "corpus.bug_not_unique",
+                      "the broken line occurs more than once: " + bug.bad_line);
   // nvcc echoes the line without its // comment and the spaces before it.
   std::string shown = lines[static_cast<std::size_t>(error_line - 1)];
   if (const std::size_t c = shown.find("//"); c != std::string::npos) shown.erase(c);

@@ -1,5 +1,5 @@
 // The solutions the seed corpus (rollout/seed_corpus.h) puts in its transcripts: for a
-// pointwise-chain task (tasks/pointwise_chain.h), kernels/<chain>.cu and model_new.py written in
+// pointwise-chain task (tasks/pointwise_chain.h), kernels/chain.cu and model_new.py written in
 // one of four styles whose reward tier on a GPU is known before anything runs, and the two ways
 // the corpus breaks a kernel so that nvcc refuses it.
 //
@@ -7,7 +7,8 @@
 //   ASSIGN_OR_RETURN(InjectedBug bug, inject_bug(s, BugKind::kUndeclaredIdentifier, 1));
 //
 // Every style computes each step with tasks/op_cuda.h's expression for it, one line per step
-// ("v = <expr>;  // <op>"), in float32; launchers are extern "C" with a trailing cudaStream_t
+// ("v = <expr>;") after a line naming the operator ("// <op>"), in float32; names do not depend on
+// the task (chain_kernel, chain_launch, step2_kernel); launchers are extern "C" with a trailing cudaStream_t
 // (DESIGN.md section 4), model_new.py's ModelNew takes Model's __init__ parameters (the harness
 // builds it as ModelNew(*get_init_inputs())) and calls the launchers without the stream.
 //
@@ -35,14 +36,14 @@ const char* to_string(SolutionStyle style);
 /// What a solution declares about itself: its files and what its build must report.
 struct CorpusSolution {
   SolutionStyle style = SolutionStyle::kFusedScalar;
-  std::string cu_path;  ///< "kernels/relu_gelu.cu"
+  std::string cu_path;  ///< "kernels/chain.cu"
   std::string cu;       ///< its text
   std::string model_new;
   std::vector<std::string> launchers;  ///< extern "C" names, in declaration order
   /// Every __global__ function as the farm's ptxas report demangles it, in definition order:
-  /// "relu_gelu_tail(float const*, float*, long long, long long)".
+  /// "chain_tail(float const*, float*, long long, long long)".
   std::vector<std::string> kernels;
-  /// 1-based line numbers in `cu` of the per-step lines "v = <expr>;  // <op>", in step order
+  /// 1-based line numbers in `cu` of the per-step lines "v = <expr>;", in step order
   /// (per-op kernels: one per kernel).
   std::vector<int> step_lines;
   std::string summary;  ///< one sentence: what the kernel does and why ("one pass over memory")
@@ -65,13 +66,15 @@ struct InjectedBug {
   std::string broken_cu;  ///< the .cu text with the bug
   std::string bad_line;   ///< the broken line as it is in broken_cu, indentation dropped
   std::string good_line;  ///< the line it replaced, indentation dropped (edit_file's `new`)
-  /// nvcc's diagnostics for broken_cu as it prints them (error line, the source line without its
-  /// comment, the caret, the closing count), reconstructed: nvcc 13.0 prints exactly this for
+  /// nvcc's diagnostics for broken_cu as it prints them (error line, the source line, the caret,
+  /// the closing count), reconstructed: nvcc 13.0 prints exactly this for
   /// these two bugs (rollout/seed_corpus_test.cpp compares it with the real farm's message).
   std::string nvcc_output;
 };
 
 /// Breaks step line `step` (0-based, < solution.step_lines.size()) of the solution's .cu.
+/// Errors: corpus.bug_step (no such step), corpus.bug_not_unique (the broken line occurs more
+/// than once in the broken text, so an edit quoting it would be ambiguous: try the other kind).
 Expected<InjectedBug> inject_bug(const CorpusSolution& solution, BugKind kind, std::size_t step);
 
 }  // namespace cuda_agent

@@ -181,7 +181,12 @@ Expected<CorpusTranscript> seed_transcript(const SeedCorpusOptions& o, std::uint
   InjectedBug bug;
   if (buggy) {
     const auto kind = rng.chance(0.5) ? BugKind::kMissingSemicolon : BugKind::kUndeclaredIdentifier;
-    ASSIGN_OR_RETURN(bug, inject_bug(s, kind, rng.below(s.step_lines.size())));
+    const std::size_t step = rng.below(s.step_lines.size());
+    Expected<InjectedBug> b = inject_bug(s, kind, step);
+    if (!b && b.error().code == "corpus.bug_not_unique")  // `val` is found nowhere else
+      b = inject_bug(s, BugKind::kUndeclaredIdentifier, step);
+    if (!b) return b.error();
+    bug = std::move(*b);
     first_cu = bug.broken_cu;
   }
   // Turn 1: both files.
@@ -208,8 +213,7 @@ Expected<CorpusTranscript> seed_transcript(const SeedCorpusOptions& o, std::uint
     m.push_back(
         {ChatRole::kAssistant,
          "nvcc: " + where.substr(where.find("error: ") + 7) + ". Fixing the " +
-             s.cu_path.substr(8) + " line `" +
-             bug.good_line.substr(0, bug.good_line.find(";  //") + 1) + "`.",
+             s.cu_path.substr(8) + " line `" + bug.good_line + "`.",
          {tool_call("edit_file",
                     {{"path", s.cu_path}, {"old", bug.bad_line}, {"new", bug.good_line}})}});
     m.push_back(

@@ -14,7 +14,7 @@
 //    "tools":[<the tool objects rollout sends the engine>],
 //    "messages":[{"role":"user","content":"<task prompt>"},
 //                {"role":"assistant","content":"...","tool_calls":[{"name":"write_file",
-//                 "arguments":{"path":"kernels/relu_gelu.cu","content":"..."}}]},
+//                 "arguments":{"path":"kernels/chain.cu","content":"..."}}]},
 //                {"role":"tool","content":"<result>"}, ...]}
 //
 // What is real and what is written: the system text is agent_system_prompt(kind), the tools are

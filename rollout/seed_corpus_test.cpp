@@ -197,6 +197,11 @@ TEST(SeedCorpus, BugsBreakTheLineTheyNameAndTheFixRestoresTheSolution) {
       ASSERT_EQ(s->step_lines.size(), t.task.steps.size());
       for (BugKind kind : {BugKind::kUndeclaredIdentifier, BugKind::kMissingSemicolon}) {
         auto bug = inject_bug(*s, kind, i % s->step_lines.size());
+        if (!bug && bug.error().code == "corpus.bug_not_unique") {
+          // Only a missing ';' can leave a line found elsewhere too; the corpus then takes `val`.
+          EXPECT_EQ(kind, BugKind::kMissingSemicolon) << bug.error().message;
+          continue;
+        }
         ASSERT_TRUE(bug) << bug.error().message;
         std::string fixed = bug->broken_cu;
         const std::size_t at = fixed.find(bug->bad_line);
