@@ -374,43 +374,23 @@ Status ensure_initial_model(const RunSetup& r, StopSignals& signals) {
   const bool gpu =
       std::any_of(m.nodes.begin(), m.nodes.end(), [](const NodeSpec& n) { return n.gpus > 0; });
   const fs::path sft_out = cdir / "warmup";
-  RETURN_IF_ERROR(run_setup_step(r, signals, "corpus-warmup",
-                                 "supervised warm-up on the corpus (" +
-                                     std::to_string(m.corpus.sft_steps) + " steps of " +
-                                     std::to_string(m.corpus.sft_batch) + " transcripts, lr " +
-                                     std::to_string(m.corpus.sft_lr) + " with cosine decay)",
-                                 {"cuda-agent",
-                                  "learn",
-                                  "sft",
-                                  "--corpus",
-                                  corpus.string(),
-                                  "--model",
-                                  init.string(),
-                                  "--out",
-                                  sft_out.string(),
-                                  "--steps",
-                                  std::to_string(m.corpus.sft_steps),
-                                  "--batch-episodes",
-                                  std::to_string(m.corpus.sft_batch),
-                                  "--checkpoint-every",
-                                  std::to_string(std::max<std::int64_t>(1, m.corpus.sft_steps / 4)),
-                                  "--lr",
-                                  std::to_string(m.corpus.sft_lr),
-                                  // From scratch: a short linear warm-up, then a cosine decay to
-                                  // a tenth of the rate by the last step.
-                                  "--warmup-steps",
-                                  std::to_string(std::max<std::int64_t>(1, m.corpus.sft_steps / 20)),
-                                  "--decay-steps",
-                                  std::to_string(m.corpus.sft_steps),
-                                  "--seed",
-                                  std::to_string(m.run.seed),
-                                  "--device",
-                                  gpu ? "cuda:0" : "cpu",
-                                  "--dtype",
-                                  m.model.dtype == "fp32" ? "fp32" : "bf16",
-                                  "--metrics",
-                                  (cdir / "warmup.jsonl").string()},
-                                 std::chrono::minutes(60)));
+  RETURN_IF_ERROR(run_setup_step(
+      r, signals, "corpus-warmup",
+      "supervised warm-up on the corpus (" + std::to_string(m.corpus.sft_steps) + " steps of " +
+          std::to_string(m.corpus.sft_batch) + " transcripts, lr " +
+          std::to_string(m.corpus.sft_lr) + " with cosine decay)",
+      {"cuda-agent", "learn", "sft", "--corpus", corpus.string(), "--model", init.string(), "--out",
+       sft_out.string(), "--steps", std::to_string(m.corpus.sft_steps), "--batch-episodes",
+       std::to_string(m.corpus.sft_batch), "--checkpoint-every",
+       std::to_string(std::max<std::int64_t>(1, m.corpus.sft_steps / 4)), "--lr",
+       std::to_string(m.corpus.sft_lr),
+       // From scratch: a short linear warm-up, then a cosine decay to
+       // a tenth of the rate by the last step.
+       "--warmup-steps", std::to_string(std::max<std::int64_t>(1, m.corpus.sft_steps / 20)),
+       "--decay-steps", std::to_string(m.corpus.sft_steps), "--seed", std::to_string(m.run.seed),
+       "--device", gpu ? "cuda:0" : "cpu", "--dtype", m.model.dtype == "fp32" ? "fp32" : "bf16",
+       "--metrics", (cdir / "warmup.jsonl").string()},
+      std::chrono::minutes(60)));
   // The newest sealed checkpoint of the warm-up (learner/checkpoint.h layout).
   fs::path newest;
   std::error_code ec;

@@ -192,8 +192,8 @@ TEST(MasterAdamW, WarmsUpLinearlyAndScales) {
 
 TEST(MasterAdamW, DecaysByCosineAfterTheWarmUpAndHoldsTheFloor) {
   const AdamWOptions o{.lr = 1.0, .warmup_steps = 2, .decay_steps = 6, .min_lr_ratio = 0.1};
-  EXPECT_DOUBLE_EQ(lr_schedule_factor(o, 1), 0.5);  // warm-up
-  EXPECT_DOUBLE_EQ(lr_schedule_factor(o, 2), 1.0);  // the peak: the decay starts here
+  EXPECT_DOUBLE_EQ(lr_schedule_factor(o, 1), 0.5);     // warm-up
+  EXPECT_DOUBLE_EQ(lr_schedule_factor(o, 2), 1.0);     // the peak: the decay starts here
   EXPECT_NEAR(lr_schedule_factor(o, 4), 0.55, 1e-12);  // half-way: the middle of 1 and 0.1
   EXPECT_NEAR(lr_schedule_factor(o, 6), 0.1, 1e-12);
   EXPECT_NEAR(lr_schedule_factor(o, 60), 0.1, 1e-12);  // held past the end

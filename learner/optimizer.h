@@ -93,10 +93,10 @@ class MasterAdamW {
 
   /// One update from the whole flat fp32 gradient, [P] or [Pp], already reduced across ranks:
   /// global-norm clipping (the norm of all P elements, the same on every rank), warm-up,
-  /// lr = options.lr x warm-up (or cosine decay) x lr_scale, decoupled weight decay, bias correction; updates the
-  /// owned slice of the master weights. Unsharded: then copies master -> params (publish()).
-  /// Sharded: the caller all-gathers owned_master() of every rank into full_master() and calls
-  /// publish().
+  /// lr = options.lr x warm-up (or cosine decay) x lr_scale, decoupled weight decay, bias
+  /// correction; updates the owned slice of the master weights. Unsharded: then copies master ->
+  /// params (publish()). Sharded: the caller all-gathers owned_master() of every rank into
+  /// full_master() and calls publish().
   OptimizerStepStats step(const at::Tensor& flat_grad, double lr_scale = 1.0);
 
   /// This rank's slice of the master buffer [S] (a view; the whole buffer unsharded).

@@ -8,9 +8,10 @@
 //
 // Every style computes each step with tasks/op_cuda.h's expression for it, one line per step
 // ("v = <expr>;") after a line naming the operator ("// <op>"), in float32; names do not depend on
-// the task (chain_kernel, chain_launch, step2_kernel); launchers are extern "C" with a trailing cudaStream_t
-// (DESIGN.md section 4), model_new.py's ModelNew takes Model's __init__ parameters (the harness
-// builds it as ModelNew(*get_init_inputs())) and calls the launchers without the stream.
+// the task (chain_kernel, chain_launch, step2_kernel); launchers are extern "C" with a trailing
+// cudaStream_t (DESIGN.md section 4), model_new.py's ModelNew takes Model's __init__ parameters
+// (the harness builds it as ModelNew(*get_init_inputs())) and calls the launchers without the
+// stream.
 //
 // Threading: free functions of their arguments.
 #pragma once
