@@ -365,7 +365,8 @@ Status ensure_initial_model(const RunSetup& r, StopSignals& signals) {
   const fs::path init = cdir / "init-model";
   if (!fs::exists(init / "config.json")) {
     std::vector<std::string> argv = init_argv(m, init);
-    argv.insert(argv.end(), {"--tokenizer-corpus", corpus.string()});
+    argv.insert(argv.end(), {"--tokenizer-corpus", corpus.string(), "--merges",
+                             std::to_string(m.corpus.tokenizer_merges)});
     RETURN_IF_ERROR(run_setup_step(
         r, signals, "model-init",
         "making a random " + m.model.init_size + " model with a tokenizer trained on the corpus",
@@ -389,7 +390,10 @@ Status ensure_initial_model(const RunSetup& r, StopSignals& signals) {
        "--warmup-steps", std::to_string(std::max<std::int64_t>(1, m.corpus.sft_steps / 20)),
        "--decay-steps", std::to_string(m.corpus.sft_steps), "--seed", std::to_string(m.run.seed),
        "--device", gpu ? "cuda:0" : "cpu", "--dtype", m.model.dtype == "fp32" ? "fp32" : "bf16",
-       "--metrics", (cdir / "warmup.jsonl").string()},
+       "--metrics", (cdir / "warmup.jsonl").string(),
+       // 32 transcripts (2% of the default 1500) kept out of the warm-up, to measure how much of
+       // what it learned holds on tasks it has not seen.
+       "--holdout", std::to_string(m.corpus.count >= 320 ? 32 : 0)},
       std::chrono::minutes(60)));
   // The newest sealed checkpoint of the warm-up (learner/checkpoint.h layout).
   fs::path newest;

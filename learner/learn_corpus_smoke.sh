@@ -2,7 +2,7 @@
 # CTest learn_corpus_smoke: the seed-corpus warm-up on the CPU. `cuda-agent-model init --params 1M
 # --tokenizer-corpus` makes a ~1M-parameter model whose tokenizer is trained on the corpus; then
 # `cuda-agent-learn sft --corpus` trains it for a few steps: the loss falls, the token accuracy is
-# printed, the held-out line is skipped, a bad line is refused by file and line, the checkpoint
+# printed (with --holdout, on transcripts never trained on too), the held-out line is skipped, a bad line is refused by file and line, the checkpoint
 # loads and generates, a second run resumes from it; --corpus with --store, or neither, and a
 # --max-tokens every transcript exceeds are refused.
 # Usage: learn_corpus_smoke.sh PATH/TO/cuda-agent-model PATH/TO/cuda-agent-learn CORPUS.jsonl
@@ -48,6 +48,14 @@ ckpt=$(ls -d "$dir"/out/step-* | sort | tail -1)
 grep -q "^resumed from .* at step 6" "$dir/resume.log"
 [ "$(grep -c '^step [0-9]* sft' "$dir/resume.log")" = 1 ]
 
+# --holdout keeps the last sequences out of training and measures them; openings are reported.
+"$learn_exe" sft --corpus "$dir/corpus.jsonl" --model "$dir/model" --out "$dir/held" \
+  --steps 1 --batch-episodes 2 --micro-batch-tokens 2048 --seed 1 --holdout 2 \
+  > "$dir/held.log" 2> /dev/null
+grep -q "^token accuracy: 0\.[0-9]* (.* of 4 sequences); openings 0\.[0-9]*$" "$dir/held.log"
+grep -q "^held-out token accuracy: 0\.[0-9]* (.*, 2 sequences never trained on); openings" \
+  "$dir/held.log"
+
 # Refusals.
 expect_usage() {
   if "$learn_exe" sft "$@" --model "$dir/model" --out "$dir/x" > /dev/null 2> "$dir/err"; then
@@ -58,6 +66,10 @@ expect_usage --corpus "$corpus" --store "$dir/store" --run r
 grep -q "not both" "$dir/err"
 expect_usage
 grep -q "or --corpus FILE" "$dir/err"
+expect_usage --corpus "$corpus" --holdout 6
+grep -q "leaves nothing of the 6 sequences" "$dir/err"
+expect_usage --store "$dir/store" --run r --holdout 1
+grep -q "give --corpus" "$dir/err"
 expect_usage --corpus "$corpus" --max-tokens 50
 grep -q "tokens, more than the limit of 50 (refused, not truncated" "$dir/err"
 grep -q "no transcript to train on" "$dir/err"

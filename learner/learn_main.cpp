@@ -35,7 +35,10 @@
 // one longer than --max-tokens (default: the model's max_position_embeddings) is refused, not
 // truncated, like a malformed line (learner.bad_corpus_line). At the end it prints the mean token
 // accuracy (greedy next token == the transcript's, over trained tokens) on --accuracy-sequences
-// of them, evenly spaced.
+// of them, evenly spaced, and over the opening of each (its first 32 trained tokens: the plan that
+// names the task's operators, copied from the prompt). --holdout K keeps the corpus's last K
+// transcripts out of training and measures both on them too: what the policy does on tasks it has
+// not memorised.
 //
 // Exit codes: 0 done, 1 the job failed, 2 bad input.
 #include <pthread.h>
@@ -83,6 +86,7 @@ struct LearnArgs {
   std::string corpus, corpus_split = "train", corpus_reward = "compile-only";
   std::int64_t max_tokens = 0;           // 0: the model's max_position_embeddings
   std::int64_t accuracy_sequences = 32;  // 0: every sequence
+  std::int64_t holdout = 0;              // the last K corpus sequences: measured, not trained
   std::int64_t steps = 100, batch_episodes = 16, micro_batch_tokens = 32'768;
   std::int64_t checkpoint_every = 20, warmup_steps = 0, decay_steps = 0, epochs = 1, keep_last = 3;
   double lr = 1e-5, critic_lr = 6e-6, max_grad_norm = 1.0, weight_decay = 0.0, temperature = 1.0;
@@ -175,8 +179,14 @@ Expected<std::vector<TrainSequence>> load_corpus(const LearnArgs& a, const Model
 // the transcripts. One full forward per sequence (logits [T, vocab]: small models only).
 struct TokenAccuracy {
   std::int64_t correct = 0, tokens = 0;
+  // The same over each sequence's first kOpening trained tokens.
+  std::int64_t opening_correct = 0, opening_tokens = 0;
   double mean() const { return tokens > 0 ? double(correct) / double(tokens) : 0.0; }
+  double opening() const {
+    return opening_tokens > 0 ? double(opening_correct) / double(opening_tokens) : 0.0;
+  }
 };
+constexpr std::int64_t kOpening = 32;
 
 Expected<TokenAccuracy> token_accuracy(const Transformer& model,
                                        const std::vector<TrainSequence>& data) {
@@ -197,6 +207,10 @@ Expected<TokenAccuracy> token_accuracy(const Transformer& model,
       const at::Tensor hit = guess.eq(ids.narrow(0, 1, T - 1)).logical_and(mask);
       acc.correct += hit.sum().item<std::int64_t>();
       acc.tokens += mask.sum().item<std::int64_t>();
+      // The opening: trained positions up to and including the kOpening-th.
+      const at::Tensor opening = mask.logical_and(mask.to(at::kLong).cumsum(0).le(kOpening));
+      acc.opening_correct += hit.logical_and(opening).sum().item<std::int64_t>();
+      acc.opening_tokens += opening.sum().item<std::int64_t>();
     }
   } catch (const c10::Error& e) {
     return make_error(ErrorCategory::kInternal, "learner.torch_error", e.what_without_backtrace());
@@ -314,7 +328,13 @@ int run_learn(const LearnArgs& a) {
   }
   std::ofstream metrics;
   if (!a.metrics.empty() && a.rank == 0) metrics.open(a.metrics, std::ios::app);
-  const std::size_t n = data->size(), b = std::size_t(std::max<std::int64_t>(1, a.batch_episodes));
+  const std::size_t all = data->size(),
+                    b = std::size_t(std::max<std::int64_t>(1, a.batch_episodes));
+  if (a.holdout > 0 && std::size_t(a.holdout) >= all)
+    return report(make_error(ErrorCategory::kInvalidInput, "cli.usage",
+                             "--holdout " + std::to_string(a.holdout) + " leaves nothing of the " +
+                                 std::to_string(all) + " sequences to train on"));
+  const std::size_t n = all - std::size_t(std::max<std::int64_t>(0, a.holdout));
   while (t.steps() < std::uint64_t(a.steps)) {
     std::vector<TrainSequence> batch;
     for (std::size_t i : batch_for_step(a.seed, t.steps(), n, b)) batch.push_back((*data)[i]);
@@ -352,9 +372,20 @@ int run_learn(const LearnArgs& a) {
     if (!acc) return report(acc.error());
     std::printf(
         "token accuracy: %.4f (%lld of %lld trained tokens predicted greedily, %zu of "
-        "%zu sequences)\n",
+        "%zu sequences); openings %.4f\n",
         acc->mean(), static_cast<long long>(acc->correct), static_cast<long long>(acc->tokens), k,
-        n);
+        n, acc->opening());
+    if (n < all) {
+      const std::vector<TrainSequence> held(data->begin() + std::ptrdiff_t(n), data->end());
+      Expected<TokenAccuracy> h = token_accuracy(t.actor(), held);
+      if (!h) return report(h.error());
+      std::printf(
+          "held-out token accuracy: %.4f (%lld of %lld tokens, %zu sequences never trained on); "
+          "openings %.4f (%lld of %lld)\n",
+          h->mean(), static_cast<long long>(h->correct), static_cast<long long>(h->tokens),
+          held.size(), h->opening(), static_cast<long long>(h->opening_correct),
+          static_cast<long long>(h->opening_tokens));
+    }
   }
   return 0;
 }
@@ -560,6 +591,10 @@ int main(int argc, char** argv) {
                       "(0: all)")
           ->check(CLI::NonNegativeNumber)
           ->capture_default_str();
+      sub->add_option("--holdout", a.holdout,
+                      "keep the corpus's last K transcripts out of training and measure the "
+                      "token accuracy on them")
+          ->check(CLI::NonNegativeNumber);
     } else {
       store_opt->required();
       run_opt->required();
@@ -661,6 +696,10 @@ int main(int argc, char** argv) {
       return report(make_error(ErrorCategory::kInvalidInput, "cli.usage",
                                "sft: --store DIR --run RUN (the run's RFT selection) or --corpus "
                                "FILE (a seed corpus)"));
+    if (a.holdout > 0 && a.corpus.empty())
+      return report(
+          make_error(ErrorCategory::kInvalidInput, "cli.usage",
+                     "sft: --holdout measures a seed corpus's transcripts: give --corpus"));
   }
   if (a.mode == "serve" && device_option != nullptr && device_option->count() == 0)
     a.device = "auto";
