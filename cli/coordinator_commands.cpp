@@ -212,6 +212,7 @@ int serve_coordinator(const ServeCoordinatorArgs& a, StopSignals& signals) {
       .heartbeat_timeout_ms = std::chrono::milliseconds(m.run.heartbeat_timeout_ms),
       .first_heartbeat_grace_ms = std::chrono::milliseconds(m.run.first_heartbeat_grace_ms)};
   o.checkpoint_every_steps = static_cast<std::uint64_t>(m.learner.checkpoint_every_steps);
+  o.vacancy_timeout_ms = std::chrono::milliseconds(m.run.role_vacancy_timeout_ms);
   o.manifest = render_manifest(m);
 
   std::unique_ptr<CoordinatorStore> adapter = make_run_store_adapter(**store);

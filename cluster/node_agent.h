@@ -31,8 +31,11 @@
 // Heartbeats wait on nothing: the coordinator may start later or on another node. It also keeps
 // `<log_dir>/node-status.json` current (rewritten atomically on every change and at least every
 // `status_interval_ms`; format below) and logs every start, exit, restart, give-up and state
-// change to stderr (spdlog, core/log.h), which the ssh backend keeps in its per-host log. Not
-// built: replacing a degraded node's roles by spares, and drain/stop orders from the coordinator.
+// change to stderr (spdlog, core/log.h), which the ssh backend keeps in its per-host log. A
+// given-up role is covered by the same role on other nodes; when none is left, the coordinator
+// fails the run after [run] role_vacancy_timeout_ms (coordinator/coordinator_actor.h) and its exit
+// 3 ends every node. Not built: starting a spare process in a given-up one's place on another node,
+// and drain/stop orders from the coordinator.
 //
 // node-status.json:
 //   {"host": "node-a", "state": "running|degraded|draining|stopped", "reason": "...",

@@ -24,6 +24,7 @@ struct RunOptions {
   std::int64_t heartbeat_interval_ms = 1000;
   std::int64_t heartbeat_timeout_ms = 10'000;
   std::int64_t first_heartbeat_grace_ms = 300'000;
+  std::int64_t role_vacancy_timeout_ms = 900'000;
   bool allow_shared_bench_gpu = false;
   bool colocate_learner_rollout = false;
   std::string log_level = "info";
@@ -73,6 +74,14 @@ struct RunOptions {
               "and warming compile caches take minutes.",
        .min = 0},
       first_heartbeat_grace_ms);
+    v({.key = "role_vacancy_timeout_ms",
+       .unit = "ms",
+       .doc = "How long the run may wait with no live learner, or no live rollout worker while no "
+              "step is training, before it fails with the reason (exit 3; `cuda-agent train` "
+              "resumes it) instead of waiting for ever; at least first_heartbeat_grace_ms + 2 x "
+              "heartbeat_timeout_ms. 0: wait for ever.",
+       .min = 0},
+      role_vacancy_timeout_ms);
     v({.key = "allow_shared_bench_gpu",
        .doc = "false: a bench GPU must be dedicated to the bench. true lets a one-GPU machine give "
               "its GPU to the bench and other roles; timings are then marked untrustworthy."},

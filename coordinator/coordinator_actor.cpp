@@ -2,6 +2,8 @@
 
 #include <caf/all.hpp>
 
+#include <algorithm>
+#include <map>
 #include <optional>
 
 #include "core/clock.h"
@@ -44,6 +46,9 @@ struct CoordinatorActorState {
   std::uint64_t aborted = 0;         // episodes stored aborted since start
   std::uint64_t aborted_in_row = 0;  // ... since the last one that ran to a reward
   std::string failure;               // why the run cannot go on (then nothing is dispatched)
+  // Since when a role the run is waiting on has had no live member (CoordinatorOptions::
+  // vacancy_timeout_ms); absent while it has one or is not needed.
+  std::map<MemberRole, caf::actor_clock::time_point> vacant_since;
   // Idle time per role since the last recorded step, sampled on every tick: the learner is busy
   // while a step or checkpoint is asked of it, the rollout side while any episode is in flight.
   struct IdleWindow {
@@ -357,6 +362,48 @@ void sample_idle(Self self) {
   st.idle.last_tick = now;
 }
 
+// The roles the run is waiting on with no live member: after vacancy_timeout_ms the run fails
+// (no rollout worker or learner will come back on its own once its node agents gave it up).
+void check_vacancies(Self self) {
+  auto& st = self->state;
+  if (st.options.vacancy_timeout_ms.count() <= 0 || st.finished() || !st.failure.empty()) return;
+  const auto& mo = st.options.membership;
+  const auto limit = std::max<std::chrono::milliseconds>(
+      st.options.vacancy_timeout_ms, mo.first_heartbeat_grace_ms + 2 * mo.heartbeat_timeout_ms);
+  const auto now = self->clock().now();
+  auto live = [&](MemberRole role) {
+    for (const auto& [id, m] : st.membership->members())
+      if (m.role == role) return true;
+    return false;
+  };
+  const std::pair<MemberRole, bool> roles[] = {
+      {MemberRole::kLearner, !st.learner && !live(MemberRole::kLearner)},
+      // Rollout workers are waited on while no step is being trained.
+      {MemberRole::kRolloutWorker,
+       st.phase == StepPhase::kIdle && !live(MemberRole::kRolloutWorker)}};
+  for (const auto& [role, vacant] : roles) {
+    if (!vacant) {
+      st.vacant_since.erase(role);
+      continue;
+    }
+    const auto since = st.vacant_since.try_emplace(role, now).first->second;
+    if (now - since < limit) continue;
+    const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(now - since).count();
+    std::string degraded;
+    for (const std::string& d : st.membership->degraded())
+      degraded += (degraded.empty() ? "" : "; ") + d;
+    st.failure = "no " + std::string(to_string(role)) + " has been alive for " +
+                 std::to_string(seconds) + " s (" +
+                 (degraded.empty() ? std::string("no node reports itself degraded")
+                                   : "degraded: " + degraded) +
+                 "): the run cannot go on. Start the role's processes again (a node agent gives "
+                 "one up after its restart bound; its log says why), then `cuda-agent train` "
+                 "resumes the run";
+    log_error("coordinator: run failed: " + st.failure);
+    return;
+  }
+}
+
 void on_tick(Self self) {
   auto& st = self->state;
   sample_idle(self);
@@ -374,6 +421,7 @@ void on_tick(Self self) {
   retry.swap(st.failed_writes);
   for (std::uint64_t id : retry) submit_write(self, id, st.writes.at(id).write);
   maybe_start_step(self);
+  check_vacancies(self);
   self->delayed_send(self, st.options.membership.heartbeat_interval_ms, tick_atom::value);
 }
 

@@ -153,6 +153,12 @@ struct CoordinatorOptions {
   std::chrono::milliseconds store_retry_ms{1000};
   /// Stored in the RunRecord (TOML text).
   std::string manifest;
+  /// A role the run is waiting on with no live member for this long fails the run (a run that
+  /// cannot go on ends, with the reason in its status, instead of waiting for ever): the learner
+  /// whenever the run is not finished, the rollout workers while no step is being trained. The
+  /// clock starts when the role's last member is lost (or at start); at least
+  /// first_heartbeat_grace_ms + 2 x heartbeat_timeout_ms is waited. 0: never. Default: 15 min.
+  std::chrono::milliseconds vacancy_timeout_ms{900'000};
 };
 
 /// Registers every message type of the coordinator and learner protocols with CAF (so they can

@@ -341,6 +341,66 @@ TEST_F(CoordinatorActorTest, ALearnerThatDiesMidStepGetsItsBatchOfferedAgain) {
   EXPECT_EQ(status().trained, 2u);
 }
 
+// The last rollout worker is lost and its node agent reports it gave the process up: the run
+// waits vacancy_timeout_ms (60 s here) from the loss, then fails with the reason instead of
+// waiting for ever; workers asking afterwards are told why.
+TEST_F(CoordinatorActorTest, ARunWithNoRolloutWorkerLeftFailsAfterTheVacancyTimeout) {
+  CoordinatorOptions o = options(2, 0);
+  o.vacancy_timeout_ms = 60'000ms;
+  start(o);
+  LearnerLog log;
+  attach_learner(&log);
+  ASSERT_TRUE(ask("w1").assigned);
+  auto second = [&](int n) {
+    for (int i = 0; i < n; ++i) {
+      caf::anon_send(coord_, heartbeat_atom::value,
+                     Heartbeat{WorkerId{"node-agent/a"}, MemberRole::kNodeAgent,
+                               "gave up rollout-worker-0 after 5 restarts"});
+      caf::anon_send(coord_, heartbeat_atom::value, Heartbeat{WorkerId{"l"}, MemberRole::kLearner});
+      sched_->run();
+      sched_->advance_time(1s);
+      sched_->run();
+    }
+  };
+  second(41);  // w1 never beat: lost 30 s + 10 s after its request
+  EXPECT_EQ(status().queued, 1u) << "its episode waits for a rerun";
+  second(55);  // 55 s vacant: not yet
+  EXPECT_TRUE(status().failure.empty()) << status().failure;
+  second(10);
+  const std::string f = status().failure;
+  EXPECT_NE(f.find("no rollout_worker has been alive for 6"), std::string::npos) << f;
+  EXPECT_NE(f.find("node-agent/a (node_agent): gave up rollout-worker-0"), std::string::npos) << f;
+  WorkReply late = ask("w2");
+  EXPECT_FALSE(late.assigned);
+  EXPECT_NE(late.reason.find("run failed: no rollout_worker"), std::string::npos) << late.reason;
+}
+
+// No learner ever attaches: the run fails after the vacancy timeout; with the timeout at 0 it
+// waits for ever. A worker that keeps beating is no help.
+TEST_F(CoordinatorActorTest, ARunWithNoLearnerFailsUnlessTheVacancyTimeoutIsOff) {
+  for (const auto timeout : {60'000ms, 0ms}) {
+    CoordinatorOptions o = options(2, 0);
+    o.vacancy_timeout_ms = timeout;
+    start(o);
+    for (int i = 0; i < 65; ++i) {
+      caf::anon_send(coord_, heartbeat_atom::value,
+                     Heartbeat{WorkerId{"w1"}, MemberRole::kRolloutWorker});
+      sched_->run();
+      sched_->advance_time(1s);
+      sched_->run();
+    }
+    const std::string f = status().failure;
+    if (timeout.count() == 0) {
+      EXPECT_TRUE(f.empty()) << f;
+    } else {
+      EXPECT_NE(f.find("no learner has been alive for 6"), std::string::npos) << f;
+      EXPECT_NE(f.find("no node reports itself degraded"), std::string::npos) << f;
+    }
+    caf::anon_send_exit(coord_, caf::exit_reason::user_shutdown);
+    sched_->run();
+  }
+}
+
 // An answer naming another step (a learner still answering a previous coordinator's request
 // whose id collided) is not this batch's result: the batch is offered again, never left waiting.
 TEST_F(CoordinatorActorTest, AnAnswerForAnotherStepGetsTheBatchOfferedAgain) {
