@@ -160,6 +160,22 @@ class CoordinatorActorTest : public ::testing::Test {
     pump();
     return reply(rh);
   }
+  /// A heartbeat from `member` (delivered on the next run of the scheduler).
+  void beat(const std::string& member, MemberRole role, std::string degraded = {}) {
+    caf::anon_send(coord_, heartbeat_atom::value,
+                   Heartbeat{WorkerId{member}, role, std::move(degraded)});
+  }
+  /// `n` seconds of the coordinator's clock, one tick each; `each()` runs at the start of every
+  /// second (heartbeats, say).
+  template <class F>
+  void seconds(int n, F each) {
+    for (int i = 0; i < n; ++i) {
+      each();
+      sched_->run();
+      sched_->advance_time(1s);
+      sched_->run();
+    }
+  }
   /// Runs messages and completes store writes until neither is left.
   void pump() {
     for (;;) {

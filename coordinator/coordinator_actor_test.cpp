@@ -110,13 +110,11 @@ TEST_F(CoordinatorActorTest, TrajectoryIsAcknowledgedOnlyAfterTheStoresCallback)
 // a later heartbeat says the node is whole again.
 TEST_F(CoordinatorActorTest, ADegradedNodeShowsInTheStatusUntilItReportsHealthy) {
   start(options(1, 0));
-  caf::anon_send(coord_, heartbeat_atom::value,
-                 Heartbeat{WorkerId{"node-agent/b"}, MemberRole::kNodeAgent, "gave up learner"});
+  beat("node-agent/b", MemberRole::kNodeAgent, "gave up learner");
   sched_->run();
   CoordinatorStatus s = status();
   EXPECT_EQ(s.degraded, std::vector<std::string>{"node-agent/b (node_agent): gave up learner"});
-  caf::anon_send(coord_, heartbeat_atom::value,
-                 Heartbeat{WorkerId{"node-agent/b"}, MemberRole::kNodeAgent});
+  beat("node-agent/b", MemberRole::kNodeAgent);
   sched_->run();
   EXPECT_TRUE(status().degraded.empty());
 }
@@ -127,17 +125,10 @@ TEST_F(CoordinatorActorTest, ADegradedNodeShowsInTheStatusUntilItReportsHealthy)
 TEST_F(CoordinatorActorTest, WorkerLostMidEpisodeIsRerunAsAttemptTwoAndCountedOnce) {
   start(options(1, 0));
   Assignment a = ask("w1").assignment;
-  caf::anon_send(coord_, heartbeat_atom::value,
-                 Heartbeat{WorkerId{"w1"}, MemberRole::kRolloutWorker});
+  beat("w1", MemberRole::kRolloutWorker);
   sched_->run();
   EXPECT_FALSE(ask("w2").assigned) << "B = 1, S = 0: the only slot is w1's";
-  for (int s = 0; s < 22; ++s) {
-    caf::anon_send(coord_, heartbeat_atom::value,
-                   Heartbeat{WorkerId{"w2"}, MemberRole::kRolloutWorker});
-    sched_->run();
-    sched_->advance_time(1s);
-    sched_->run();
-  }
+  seconds(22, [&] { beat("w2", MemberRole::kRolloutWorker); });
   EXPECT_EQ(status().queued, 1u);
   WorkReply rerun = ask("w2");
   ASSERT_TRUE(rerun.assigned);
@@ -351,22 +342,15 @@ TEST_F(CoordinatorActorTest, ARunWithNoRolloutWorkerLeftFailsAfterTheVacancyTime
   LearnerLog log;
   attach_learner(&log);
   ASSERT_TRUE(ask("w1").assigned);
-  auto second = [&](int n) {
-    for (int i = 0; i < n; ++i) {
-      caf::anon_send(coord_, heartbeat_atom::value,
-                     Heartbeat{WorkerId{"node-agent/a"}, MemberRole::kNodeAgent,
-                               "gave up rollout-worker-0 after 5 restarts"});
-      caf::anon_send(coord_, heartbeat_atom::value, Heartbeat{WorkerId{"l"}, MemberRole::kLearner});
-      sched_->run();
-      sched_->advance_time(1s);
-      sched_->run();
-    }
+  auto agent_and_learner = [&] {
+    beat("node-agent/a", MemberRole::kNodeAgent, "gave up rollout-worker-0 after 5 restarts");
+    beat("l", MemberRole::kLearner);
   };
-  second(41);  // w1 never beat: lost 30 s + 10 s after its request
+  seconds(41, agent_and_learner);  // w1 never beat: lost 30 s + 10 s after its request
   EXPECT_EQ(status().queued, 1u) << "its episode waits for a rerun";
-  second(55);  // 55 s vacant: not yet
+  seconds(55, agent_and_learner);  // 55 s vacant: not yet
   EXPECT_TRUE(status().failure.empty()) << status().failure;
-  second(10);
+  seconds(10, agent_and_learner);
   const std::string f = status().failure;
   EXPECT_NE(f.find("no rollout_worker has been alive for 6"), std::string::npos) << f;
   EXPECT_NE(f.find("node-agent/a (node_agent): gave up rollout-worker-0"), std::string::npos) << f;
@@ -382,13 +366,7 @@ TEST_F(CoordinatorActorTest, ARunWithNoLearnerFailsUnlessTheVacancyTimeoutIsOff)
     CoordinatorOptions o = options(2, 0);
     o.vacancy_timeout_ms = timeout;
     start(o);
-    for (int i = 0; i < 65; ++i) {
-      caf::anon_send(coord_, heartbeat_atom::value,
-                     Heartbeat{WorkerId{"w1"}, MemberRole::kRolloutWorker});
-      sched_->run();
-      sched_->advance_time(1s);
-      sched_->run();
-    }
+    seconds(65, [&] { beat("w1", MemberRole::kRolloutWorker); });
     const std::string f = status().failure;
     if (timeout.count() == 0) {
       EXPECT_TRUE(f.empty()) << f;
