@@ -26,6 +26,7 @@
 #include "cluster/sim_roles.h"
 #include "coordinator/coordinator_client.h"
 #include "core/clock.h"
+#include "core/proc_stat.h"
 #include "tasks/synth.h"
 
 namespace cuda_agent {
@@ -77,17 +78,8 @@ Expected<std::int64_t> free_port_base(std::uint64_t seed) {
 
 // CPU seconds (user + system) of a process, from /proc/PID/stat; -1 when it cannot be read.
 double cpu_seconds(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  const auto close = text.rfind(')');
-  if (close == std::string::npos) return -1;
-  std::istringstream rest(text.substr(close + 2));
-  std::string field;
-  std::vector<std::string> fields;
-  while (rest >> field) fields.push_back(field);
-  if (fields.size() < 13) return -1;  // utime and stime are fields 14 and 15 (here 11 and 12)
-  const double ticks = static_cast<double>(::sysconf(_SC_CLK_TCK));
-  return (std::stod(fields[11]) + std::stod(fields[12])) / ticks;
+  const auto p = read_proc_stat(pid);
+  return p ? p->cpu_seconds() : -1;
 }
 
 std::uint64_t peak_rss_mb(pid_t pid) {

@@ -9,12 +9,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <thread>
 #include <vector>
+
+#include "core/proc_stat.h"
 
 namespace cuda_agent {
 namespace {
@@ -145,21 +147,9 @@ TEST(Sandbox, DropsToAnUnprivilegedUserAsRoot) {
 
 /// Processes of process group `pgid` that are not zombies (from /proc/<pid>/stat).
 int live_members_of_group(pid_t pgid) {
-  int live = 0;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(entry.path() / "stat");
-    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const auto close = stat.rfind(')');  // the command may contain spaces and parentheses
-    if (close == std::string::npos) continue;
-    std::istringstream rest(stat.substr(close + 2));
-    char state = 0;
-    long ppid = 0, group = 0;
-    rest >> state >> ppid >> group;
-    if (group == pgid && state != 'Z' && state != 'X') ++live;
-  }
-  return live;
+  const auto all = all_processes();
+  return static_cast<int>(std::count_if(
+      all.begin(), all.end(), [&](const ProcStat& p) { return p.pgid == pgid && p.live(); }));
 }
 
 TEST(SandboxedProcess, GetsTheControlFdAsFd3AndIsKilledWithItsGroupOnStop) {

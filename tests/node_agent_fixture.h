@@ -31,6 +31,8 @@
 #include <thread>
 #include <vector>
 
+#include "core/proc_stat.h"
+
 namespace cuda_agent::testing {
 
 namespace fs = std::filesystem;
@@ -117,13 +119,8 @@ inline std::vector<JournalEntry> read_journal(const fs::path& dir) {
 
 /// True while `pid` exists and is not a zombie (an orphan's zombie may wait long for its reaper).
 inline bool alive(pid_t pid) {
-  if (pid <= 0) return false;
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const auto close = stat.rfind(')');
-  if (close == std::string::npos || close + 2 >= stat.size()) return false;
-  const char state = stat[close + 2];
-  return state != 'Z' && state != 'X';
+  const auto p = read_proc_stat(pid);
+  return p && p->live();
 }
 
 /// node-status.json, or null while it does not exist or is being replaced.
