@@ -97,7 +97,7 @@ void score_evaluation(BenchEvaluation& e, const RewardRule& rule,
   r.speedup_vs_compile = cand > 0 && compiled > 0 ? compiled / cand : 0;
   r.reward = compute_reward({.passed = passed,
                              // no speed credit where a stored answer would pass (reward.h)
-                             .timed = cand > 0 && !flags_constant_output(r.violations),
+                             .timed = cand > 0 && !denies_speed_credit(r.violations),
                              .speedup_vs_eager = r.speedup_vs_eager,
                              .speedup_vs_compile = r.speedup_vs_compile},
                             rule);

@@ -23,12 +23,13 @@ BenchReward compute_reward(const RewardInputs& in, const RewardRule& rule) {
 }
 
 bool violation_fails(const PolicyViolation& v) {
-  return v.rule != "implausible_speedup" && v.rule != kConstantOutputTask;
+  return v.rule != "implausible_speedup" && v.rule != kConstantOutputTask &&
+         v.rule != kOutputUnverified;
 }
 
-bool flags_constant_output(const std::vector<PolicyViolation>& violations) {
+bool denies_speed_credit(const std::vector<PolicyViolation>& violations) {
   for (const PolicyViolation& v : violations)
-    if (v.rule == kConstantOutputTask) return true;
+    if (v.rule == kConstantOutputTask || v.rule == kOutputUnverified) return true;
   return false;
 }
 

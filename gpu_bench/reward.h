@@ -35,12 +35,13 @@ struct RewardInputs {
 BenchReward compute_reward(const RewardInputs& in, const RewardRule& rule);
 
 /// Whether a policy violation makes the evaluation fail. Everything does except rules that only
-/// flag a result ("implausible_speedup", "constant_output_task").
+/// flag a result ("implausible_speedup", kConstantOutputTask, kOutputUnverified).
 bool violation_fails(const PolicyViolation& v);
 
-/// Whether the harness flagged the task constant (kConstantOutputTask, messages/bench_codec.h): a
-/// stored answer cannot be told from a computed one there, so such an evaluation earns no speed
-/// credit (tier at most +1).
-bool flags_constant_output(const std::vector<PolicyViolation>& violations);
+/// Whether the harness found that a stored answer cannot be told from this solution's output
+/// (kConstantOutputTask: the task's output is constant; kOutputUnverified: the solution does not
+/// follow the reference on moved inputs; messages/bench_codec.h): such an evaluation earns no
+/// speed credit (tier at most +1).
+bool denies_speed_credit(const std::vector<PolicyViolation>& violations);
 
 }  // namespace cuda_agent

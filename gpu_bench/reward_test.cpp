@@ -48,8 +48,11 @@ TEST(Reward, OnlyAuditFlagsDoNotFail) {
   EXPECT_FALSE(violation_fails({"implausible_speedup", ""}));
   EXPECT_FALSE(violation_fails({"constant_output_task", ""}));
   EXPECT_TRUE(violation_fails({"ignores_weights", ""}));
-  EXPECT_TRUE(flags_constant_output({{"implausible_speedup", ""}, {"constant_output_task", ""}}));
-  EXPECT_FALSE(flags_constant_output({{"implausible_speedup", ""}}));
+  EXPECT_FALSE(violation_fails({"output_unverified", ""}));
+  EXPECT_TRUE(violation_fails({"ignores_inputs", ""}));
+  EXPECT_TRUE(denies_speed_credit({{"implausible_speedup", ""}, {"constant_output_task", ""}}));
+  EXPECT_TRUE(denies_speed_credit({{"output_unverified", ""}}));
+  EXPECT_FALSE(denies_speed_credit({{"implausible_speedup", ""}}));
   EXPECT_TRUE(violation_fails({"forbidden_op", ""}));
   EXPECT_TRUE(violation_fails({"ast.forbidden_import", ""}));
 }

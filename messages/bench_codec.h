@@ -125,6 +125,11 @@ struct PolicyViolation {
 /// such an evaluation earns no speed credit (gpu_bench/reward.h).
 inline constexpr std::string_view kConstantOutputTask = "constant_output_task";
 
+/// The harness's flag for a solution that is right on the inputs of a task whose output ignores
+/// them, but not when one input is moved (scaled or shifted) so that the reference's output
+/// changes: a stored answer cannot be ruled out, so it earns no speed credit either.
+inline constexpr std::string_view kOutputUnverified = "output_unverified";
+
 /// The outcome of an evaluation that ran.
 struct BenchResult {
   std::vector<BenchCheck> checks;           ///< in the order run

@@ -22,7 +22,7 @@ void add(EvalFigures& f, const EvalEpisodeResult& r, double& log_eager, std::siz
   ++f.tiers[r.aborted ? -1 : r.reward_tier];  // a task with no scored episode failed
   if (!r.correct) return;
   ++f.correct;
-  if (r.constant_output) return;  // a stored answer would pass: no speed counts
+  if (r.constant_output || r.output_unverified) return;  // a stored answer would pass: no speed
   if (r.speedup_vs_eager > 1) ++f.faster_than_eager;
   if (r.speedup_vs_compile > 1) ++f.faster_than_compile;
   if (r.speedup_vs_eager > 0) {
@@ -166,8 +166,9 @@ std::string task_flags_text(const EvalSummary& s) {
 
 void note_task_checks(EvalEpisodeResult& r, const std::vector<std::string>& checks_run) {
   for (const std::string& c : checks_run) {
-    if (c.rfind("weights[", 0) == 0) r.hardened = true;
+    if (c.rfind("weights[", 0) == 0 || c.rfind("inputs[", 0) == 0) r.hardened = true;
     if (c == kConstantOutputTask) r.constant_output = true;
+    if (c == kOutputUnverified) r.output_unverified = r.hardened = true;  // its check failed
   }
 }
 

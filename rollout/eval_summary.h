@@ -32,15 +32,19 @@ struct EvalEpisodeResult {
   /// counts toward no mean and no tier; a task whose every episode aborted counts as failed.
   bool aborted = false;
   /// The task's output ignored its inputs, and the bench also checked the solution with re-drawn
-  /// weights (docs/formats/harness.md, check `weights[...]`).
+  /// weights or with one input moved (docs/formats/harness.md, checks `weights[...]`,
+  /// `inputs[...]`).
   bool hardened = false;
   /// The task's output depends neither on its inputs nor on its weights (`constant_output_task`):
   /// a stored answer would pass, so its speedups count toward no "faster" figure or geomean.
   bool constant_output = false;
+  /// This solution was right on the task's inputs but not on moved ones, on a task whose output
+  /// ignores its inputs (`output_unverified`): correct, but its speedups count nowhere.
+  bool output_unverified = false;
 };
 
-/// `hardened` and `constant_output` from the names of the checks a bench ran (an audit record's
-/// checks_run, or a BenchResult's checks).
+/// `hardened`, `constant_output` and `output_unverified` from the names of the checks a bench ran
+/// (an audit record's checks_run, or a BenchResult's checks).
 void note_task_checks(EvalEpisodeResult& r, const std::vector<std::string>& checks_run);
 
 struct EvalFigures {

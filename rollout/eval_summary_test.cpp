@@ -93,14 +93,19 @@ TEST(EvalSummary, ConstantOutputTasksEarnNoSpeedFiguresAndBothKindsAreListed) {
   // still belongs to a hardened task.
   EvalEpisodeResult failed{"l3/mobilenet", "level3", false, 0, 0, -1};
   EvalEpisodeResult plain{"l3/mlp", "level3", true, 2.0, 2.0, 3};
-  EvalSummary s = summarize({constant, failed, hardened, plain});
-  EXPECT_EQ(s.overall.correct, 3u) << "a constant task still counts as passed";
+  // A loss hardened by a moved input, whose only solution did not follow it: correct, no speed.
+  EvalEpisodeResult unverified{"l1/hinge", "level1", true, 8.0, 8.0, 1};
+  note_task_checks(unverified, {"run[seed=1]", "output_unverified"});
+  EXPECT_TRUE(unverified.output_unverified);
+  EXPECT_TRUE(unverified.hardened) << "the task was hardened; this solution failed the check";
+  EvalSummary s = summarize({constant, failed, hardened, plain, unverified});
+  EXPECT_EQ(s.overall.correct, 4u) << "a constant task still counts as passed";
   EXPECT_EQ(s.overall.faster_than_eager, 2u) << "but not as faster";
   EXPECT_NEAR(s.overall.geomean_vs_eager, 2.0, 1e-12) << "nor in the geomean";
   EXPECT_EQ(s.constant_tasks, std::vector<std::string>{"l3/vgg"});
-  EXPECT_EQ(s.hardened_tasks, std::vector<std::string>{"l3/mobilenet"});
+  EXPECT_EQ(s.hardened_tasks, (std::vector<std::string>{"l1/hinge", "l3/mobilenet"}));
   const std::string md = render_markdown(s, "t");
-  EXPECT_NE(md.find("Hardened (1 tasks whose output ignores their inputs"), std::string::npos)
+  EXPECT_NE(md.find("Hardened (2 tasks whose output ignores their inputs"), std::string::npos)
       << md;
   EXPECT_NE(md.find("Constant output, no speed credit (1 tasks"), std::string::npos) << md;
   EXPECT_NE(render_html(s, "t").find("l3/vgg"), std::string::npos);

@@ -407,22 +407,22 @@ def verify_one(s, dev, seed, tag, poison, first, same_address_seed=None, phase_k
 
 def rerun_against_reference(s, dev, cand_in, ref_in, tag, poison):
     """The candidate once more (guarded, on poisoned free memory when asked), then the reference
-    on `ref_in`, and their outputs compared. Returns (ran, bad, ref_out): ran is False when the
-    candidate's run failed (its failed `run<tag>` check is recorded), else bad holds the output
-    checks that failed and ref_out the reference's output."""
+    on `ref_in`, and their outputs compared. Returns (ran, bad, ref_out, out): ran is False when
+    the candidate's run failed (its failed `run<tag>` check is recorded), else bad holds the
+    output checks that failed, ref_out the reference's output and out the candidate's."""
     if poison:
         dev.poison_free_memory(reserve_big_block=False)
     out, err, g = run_candidate_guarded(s, cand_in)
     s.result["violations"].extend(g.violations)
     if g.violations or err:
         s.check("run" + tag, False, g.violations[0]["detail"] if g.violations else err)
-        return False, [], None
+        return False, [], None, None
     with torch.no_grad():
         ref_out = s.ref(*ref_in)
     checks, violations = compare.check_outputs(out, ref_out, s.options["tolerance_profile"],
                                                s.index, tag)
     s.result["violations"].extend(violations)
-    return True, [c for c in checks if not c["passed"]], ref_out
+    return True, [c for c in checks if not c["passed"]], ref_out, out
 
 
 def same_address_recheck(s, dev, cand_in, ref_in, seed, poison):
@@ -431,7 +431,7 @@ def same_address_recheck(s, dev, cand_in, ref_in, seed, poison):
     answer and fails; so does a solution that is right only for its first calls. `ref_in` holds
     the same new values for the reference."""
     tag = "[same_address,seed=%d]" % seed
-    ran, bad, _ = rerun_against_reference(s, dev, cand_in, ref_in, tag, poison)
+    ran, bad, _, _ = rerun_against_reference(s, dev, cand_in, ref_in, tag, poison)
     if not ran:
         return False
     if bad:
@@ -509,56 +509,149 @@ def constant_output(s):
 
 
 def weights_recheck(s, dev, weight_seed, input_seed, poison):
-    """The check that hardens a task whose output ignores its inputs: new weights, drawn as the
+    """The first way to harden a task whose output ignores its inputs: new weights, drawn as the
     task draws them (Model(*get_init_inputs()) under another seed), loaded into both the reference
     and the candidate already checked (load_state_dict, in place), then both run on a fresh input
     set. A stored output, or one cached on an earlier call, no longer matches; an honest solution
-    computes from its parameters and does. When the task has no weights, or new ones do not
-    change the reference's output either, nothing can tell a computed answer from a stored one
-    (not_hardened)."""
+    computes from its parameters and does. Returns the check's outcome, or None with the reason
+    when it cannot tell (the task has no weights, or new ones leave its output as it was)."""
     tag = "[weights,seed=%d]" % weight_seed
     if not s.ref.state_dict():
-        return not_hardened(s, "the task has no weights to re-draw")
+        return None, "the task has no weights to re-draw"
     try:
         redraw_weights(s, weight_seed)
     except Exception as e:  # noqa: BLE001 (the task's own failure; the candidate is not at fault)
         s.result["notes"].append("could not re-draw the task's weights (%s: %s)"
                                  % (type(e).__name__, e))
-        return not_hardened(s, "its weights could not be re-drawn")
+        return None, "its weights could not be re-drawn"
     try:
         s.new.load_state_dict(s.ref.state_dict(), strict=True)
     except BaseException as e:  # noqa: BLE001
         return s.check("state_dict" + tag, False, "load_state_dict of re-drawn weights: %s: %s"
-                       % (type(e).__name__, e))
+                       % (type(e).__name__, e)), ""
     inputs = s.make_inputs(input_seed)
-    ran, bad, ref_out = rerun_against_reference(s, dev, clone_inputs(inputs),
-                                                clone_inputs(inputs), tag, poison)
+    ran, bad, ref_out, _ = rerun_against_reference(s, dev, clone_inputs(inputs),
+                                                   clone_inputs(inputs), tag, poison)
     if not ran:
-        return False
+        return False, ""
     if bad:
         s.result["checks"].extend(bad)
         s.violation("ignores_weights", "with re-drawn weights the output stayed wrong: a stored "
                     "or cached result on a task whose output ignores its inputs")
-        return s.check("weights" + tag, False, "%s: %s" % (bad[0]["name"], bad[0]["message"]))
+        return s.check("weights" + tag, False, "%s: %s" % (bad[0]["name"], bad[0]["message"])), ""
     if passes_for(s, s.first_ref_sample, output_sample(ref_out)):
-        return not_hardened(s, "re-drawn weights give the same output as well")
+        return None, "re-drawn weights give the same output as well"
     s.result["notes"].append(
         "hardened: the task's output does not depend on its inputs (%d input sets gave one "
         "output, within the tolerance), so the candidate was also checked with re-drawn weights,"
         " and passed" % s.ref_outputs_seen)
-    return s.check("weights" + tag, True)
+    return s.check("weights" + tag, True), ""
+
+
+# How the bench moves one floating input of a task whose output ignores its inputs as drawn
+# (a loss that is a mean over millions of draws, e.g. KernelBench level 1's CrossEntropyLoss and
+# HingeLoss): scaled (signs and zeros kept), then shifted. Mild on purpose: an honest kernel
+# computes the same function there; the first move that takes the reference's output beyond the
+# tolerance is the one used.
+INPUT_MOVES = (("x4", lambda t: t * 4), ("+1", lambda t: t + 1))
+
+# The rule of a solution that matches the reference on the task's own inputs but not on moved
+# ones, while its output does move: the task's inputs cannot tell its output from a stored one,
+# and moved inputs say it does not compute the task's function everywhere. No speed credit
+# (gpu_bench/reward.h); the evaluation is not failed, since it is right on the task's inputs.
+UNVERIFIED_OUTPUT = "output_unverified"
+
+
+def moved_inputs(inputs):
+    """(index, move name, a copy of the inputs with that one input moved), for every non-empty
+    floating tensor input in order and every move of INPUT_MOVES."""
+    for i, x in enumerate(inputs):
+        if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel():
+            for name, move in INPUT_MOVES:
+                moved = clone_inputs(inputs)
+                moved[i] = move(moved[i])
+                yield i, name, moved
+
+
+def all_finite(out):
+    return all(bool(torch.isfinite(t).all()) for t in compare.flatten_outputs(out)
+               if isinstance(t, torch.Tensor) and t.is_floating_point())
+
+
+def first_telling_move(s, inputs):
+    """(index, move name, moved inputs) of the first move (moved_inputs) that takes the
+    reference's output beyond the tolerance around its first output, finite; None when none
+    does."""
+    for i, name, moved in moved_inputs(inputs):
+        with torch.no_grad():
+            probe = s.ref(*clone_inputs(moved))
+        if all_finite(probe) and not passes_for(s, s.first_ref_sample, output_sample(probe)):
+            return i, name, moved
+    return None
+
+
+def inputs_recheck(s, dev, input_seed, poison):
+    """The second way to harden a task whose output ignores its inputs: one input moved
+    (moved_inputs) so far that the reference's output leaves the tolerance around its first
+    output, and the candidate must follow it. A candidate whose output does not move at all is a
+    stored answer (rejected: ignores_inputs); one that moves elsewhere is right only on the
+    task's own inputs (UNVERIFIED_OUTPUT: no speed credit). Returns the outcome, or None with the
+    reason when no move changes the reference's output (beyond the tolerance, and finite)."""
+    move = first_telling_move(s, s.make_inputs(input_seed))
+    if move is None:
+        return None, ("no input scaled by 4 or shifted by 1 alone moves its output beyond the "
+                      "tolerance")
+    i, name, moved = move
+    what = "input %d %s" % (i, name)
+    tag = "[%s,seed=%d]" % (what, input_seed)
+    ran, bad, _, out = rerun_against_reference(s, dev, clone_inputs(moved), clone_inputs(moved),
+                                               tag, poison)
+    if not ran:
+        return False, ""
+    if not bad:
+        s.result["notes"].append(
+            "hardened: the task's output does not depend on its inputs as drawn (%d input sets "
+            "gave one output, within the tolerance), so the candidate was also checked with input "
+            "%d %s, and passed"
+            % (s.ref_outputs_seen, i, "scaled by 4" if name == "x4" else "shifted by 1"))
+        return s.check("inputs" + tag, True), ""
+    if passes_for(s, s.first_ref_sample, output_sample(out)):
+        s.result["checks"].extend(bad)
+        s.violation("ignores_inputs", "with %s the output stayed the task's first answer: a "
+                    "stored result on a task whose output ignores its inputs as drawn" % what)
+        return s.check("inputs" + tag, False,
+                       "%s: %s" % (bad[0]["name"], bad[0]["message"])), ""
+    # The mismatch is reported in the violation, not failed: the evaluation stands.
+    s.violation(UNVERIFIED_OUTPUT,
+                "right on the task's inputs, whose output does not depend on them, but not with "
+                "%s (%s: %s): a stored answer cannot be ruled out, so this evaluation earns no "
+                "speed credit" % (what, bad[0]["name"], bad[0]["message"]))
+    return s.check(UNVERIFIED_OUTPUT, True, what), ""
+
+
+def harden(s, dev, rng, poison):
+    """A task whose output ignores its inputs (input_insensitive): re-drawn weights, then moved
+    inputs; when neither changes the reference's output, not_hardened."""
+    verdict, why_weights = weights_recheck(s, dev, rng.getrandbits(63), rng.getrandbits(63),
+                                           poison)
+    if verdict is not None:
+        return verdict
+    verdict, why_inputs = inputs_recheck(s, dev, rng.getrandbits(63), poison)
+    if verdict is not None:
+        return verdict
+    return not_hardened(s, "%s, and %s" % (why_weights, why_inputs))
 
 
 def not_hardened(s, why):
     """Nothing the bench can vary tells a stored answer from a computed one. An output that does
     not change at all with the inputs (the filter's rule: by at most CONSTANT_RTOL of its size) is
     a constant task: flagged, no speed credit. One that changes, but by less than the tolerance
-    (a mean over many draws, e.g. level 1's Mean_reduction), only gets a note: its honest
-    solutions keep their credit."""
+    and not even when an input is moved, only gets a note: its honest solutions keep their
+    credit."""
     if not constant_output(s):
         s.result["notes"].append(
             "not hardened: the task's output changes with its inputs by less than the tolerance "
-            "(at most %.2g of its size over %d input sets) and %s, so a stored answer would pass "
+            "(at most %.2g of its size over %d input sets); %s; so a stored answer would pass "
             "its checks; the evaluation keeps its speed credit" %
             (s.ref_max_change, s.ref_outputs_seen, why))
         return True
@@ -619,10 +712,9 @@ def run(request, options, result, t0):
                 ok = False
                 break
     if ok and input_insensitive(s):
-        t_weights = time.perf_counter()
-        ok = weights_recheck(s, dev, rng.getrandbits(63), rng.getrandbits(63),
-                             bool(options["poison_memory"]))
-        result["breakdown_s"]["checks.weights"] = time.perf_counter() - t_weights
+        t_harden = time.perf_counter()
+        ok = harden(s, dev, rng, bool(options["poison_memory"]))
+        result["breakdown_s"]["checks.harden"] = time.perf_counter() - t_harden
     if ok and read_precision_flags() != result["precision_flags"]:
         s.violation("precision_flags_changed", "precision flags changed while the candidate ran:"
                     " %s" % read_precision_flags())

@@ -11,13 +11,18 @@ new output (`passes_for`). Verdicts:
   input-sensitive   the checks that vary the inputs already tell a stored answer apart
   hardened          input-insensitive; the stored answer fails against re-drawn weights, so the
                     harness rejects it (violation ignores_weights)
-  constant          no weights, or re-drawn weights change nothing, and the output does not
+  hardened by input I M
+                    no weights, or re-drawn weights change nothing, but input I moved (M: x4,
+                    +1; evaluate.first_telling_move) moves the output: the stored answer fails
+                    there (violation ignores_inputs)
+  constant          nothing of that changes the output, and the output does not
                     change with the inputs (evaluate.constant_output):
                     flagged constant_output_task, no speed credit
   not hardened      as constant, but the output changes with the inputs by more than that
                     (less than the tolerance): a note, the speed credit stays
 
   python3 scripts/gpu/constant_tasks.py --tasks .kb/level3 --json out.json
+  python3 scripts/gpu/constant_tasks.py --tasks ../shared/kernelbench/level1 --json l1.json
 """
 import argparse
 import json
@@ -49,15 +54,16 @@ def judge(path, sets, seed, profile):
             evaluate.note_reference_output(s, s.ref(*s.make_inputs(rng.getrandbits(63))))
     if not evaluate.input_insensitive(s):
         return "input-sensitive"
-    unhardened = "constant" if evaluate.constant_output(s) else "not hardened"
-    if not s.ref.state_dict():
-        return unhardened
-    evaluate.redraw_weights(s, rng.getrandbits(63))
-    with torch.no_grad():
-        out = s.ref(*s.make_inputs(rng.getrandbits(63)))
-    if evaluate.passes_for(s, s.first_ref_sample, evaluate.output_sample(out)):
-        return unhardened
-    return "hardened"
+    if s.ref.state_dict():
+        evaluate.redraw_weights(s, rng.getrandbits(63))
+        with torch.no_grad():
+            out = s.ref(*s.make_inputs(rng.getrandbits(63)))
+        if not evaluate.passes_for(s, s.first_ref_sample, evaluate.output_sample(out)):
+            return "hardened"
+    move = evaluate.first_telling_move(s, s.make_inputs(rng.getrandbits(63)))
+    if move is not None:
+        return "hardened by input %d %s" % move[:2]
+    return "constant" if evaluate.constant_output(s) else "not hardened"
 
 
 def main():
