@@ -38,6 +38,29 @@ function(ca_check_needed target)
     VERBATIM)
 endfunction()
 
+# ca_use_torch_pch(target ...): the targets' translation units start from the precompiled
+# <torch/torch.h> of ca_torch_pch (cmake/Dependencies.cmake), when CUDA_AGENT_TORCH_PCH is on.
+# For torch-linked targets whose sources include torch; targets not defined (tests or benchmarks
+# off) are skipped.
+if(CUDA_AGENT_TORCH_PCH)
+  # The warnings too: -Wpedantic changes what GCC predefines (__cpp_runtime_arrays), and a PCH
+  # built without it is not used.
+  add_library(ca_torch_pch OBJECT ${PROJECT_SOURCE_DIR}/cmake/torch_pch.cpp)
+  target_link_libraries(ca_torch_pch PRIVATE ca_torch)
+  target_compile_options(ca_torch_pch PRIVATE $<$<COMPILE_LANGUAGE:CXX>:${CA_WARNINGS}>)
+  target_precompile_headers(ca_torch_pch PRIVATE <torch/torch.h>)
+endif()
+function(ca_use_torch_pch)
+  if(NOT TARGET ca_torch_pch)
+    return()
+  endif()
+  foreach(target IN LISTS ARGN)
+    if(TARGET ${target})
+      target_precompile_headers(${target} REUSE_FROM ca_torch_pch)
+    endif()
+  endforeach()
+endfunction()
+
 # ca_executable(NAME n SOURCES ... DEPS ...)
 function(ca_executable)
   cmake_parse_arguments(A "" "NAME" "SOURCES;DEPS" ${ARGN})

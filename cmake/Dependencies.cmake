@@ -31,6 +31,26 @@ find_library(CA_LIBSTDCXX NAMES libstdc++.so.6 libstdc++.so
 message(STATUS "Shared libstdc++ linked first into torch binaries: ${CA_LIBSTDCXX}")
 target_link_options(ca_torch INTERFACE "LINKER:--no-as-needed" "${CA_LIBSTDCXX}")
 set(CUDA_AGENT_TORCH_VERSION "${Torch_VERSION}")
+# One precompiled <torch/torch.h> for every translation unit that includes it (ca_torch_pch and
+# ca_use_torch_pch in CudaAgentTargets.cmake). On the 2-core CPU machine, one TU at a time,
+# Debian's libtorch 1.13: model_main.cpp 90 s without it and 64 s with it, learner_state_test.cpp
+# 78 s and 47 s, trainer.cpp 55 s and 30 s (the header itself: ~100 s, once); 32 such TUs are most
+# of CI's build. A torch-free TU pays for it (engine_server.cpp: 26 s -> 43 s), so those in these
+# targets are marked SKIP_PRECOMPILE_HEADERS.
+# GCC uses a PCH only under the same code-generation flags, so every torch-linked TU is built
+# -fPIC (libraries are already; executables would otherwise be -fPIE), and -Winvalid-pch says
+# where a TU could not use it. Default: on with libtorch 1.x (the CPU machines and CI), off with
+# the GPU nodes' 2.x until it is run there.
+if(Torch_VERSION VERSION_LESS 2)
+  set(CA_TORCH_PCH_DEFAULT ON)
+else()
+  set(CA_TORCH_PCH_DEFAULT OFF)
+endif()
+option(CUDA_AGENT_TORCH_PCH "Precompile <torch/torch.h> once for every torch-linked target"
+       ${CA_TORCH_PCH_DEFAULT})
+if(CUDA_AGENT_TORCH_PCH)
+  target_compile_options(ca_torch INTERFACE "$<$<COMPILE_LANGUAGE:CXX>:-fPIC;-Winvalid-pch>")
+endif()
 
 find_package(RocksDB REQUIRED)
 find_package(CapnProto REQUIRED)
