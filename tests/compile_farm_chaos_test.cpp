@@ -57,7 +57,6 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
-using testing::Proc;
 
 constexpr int kClients = 8;
 constexpr int kWorkers = 3;
@@ -219,7 +218,7 @@ class OrphanWatch {
   void scan(const std::set<pid_t>& ours) {
     const auto now = Clock::now();
     const pid_t self = ::getpid();
-    for (const Proc& p : testing::processes()) {
+    for (const ProcStat& p : all_processes()) {
       if (p.ppid != self || ours.count(p.pid)) continue;
       const auto key = std::make_pair(p.pid, p.start);
       auto [it, added] = seen_.try_emplace(key, Seen{now, p.comm, false});
@@ -504,18 +503,18 @@ TEST_F(CompileFarmChaosTest, KillsAndRestartsLoseNoRequestAndLeaveNoProcess) {
 
   // Nothing may outlive the roles: whatever is still below this process is an orphan.
   const auto settle_by = Clock::now() + kOrphanGrace + 5s;
-  std::vector<Proc> left;
+  std::vector<ProcStat> left;
   do {
     orphans.scan(our_pids());
     left.clear();
-    for (const Proc& p : testing::descendants(::getpid()))
+    for (const ProcStat& p : testing::descendants(::getpid()))
       if (p.live()) left.push_back(p);
     if (left.empty()) break;
     std::this_thread::sleep_for(100ms);  // polling interval of /proc
   } while (Clock::now() < settle_by);
   std::string left_names;
-  for (const Proc& p : left) left_names += p.comm + "(" + std::to_string(p.pid) + ") ";
-  for (const Proc& p : left) ::kill(p.pid, SIGKILL);
+  for (const ProcStat& p : left) left_names += p.comm + "(" + std::to_string(p.pid) + ") ";
+  for (const ProcStat& p : left) ::kill(p.pid, SIGKILL);
 
   // The figures.
   std::lock_guard lock(mutex);

@@ -35,8 +35,6 @@ namespace {
 using namespace std::chrono_literals;
 using testing::Child;
 using testing::descendants;
-using testing::Proc;
-using testing::processes;
 using SteadyClock = std::chrono::steady_clock;
 
 // A preprocessor condition of 2^23 terms: each of nvcc's two `gcc -E` passes (a cc1plus,
@@ -118,20 +116,20 @@ TEST_F(CompileWorkerTest, AWorkerKilledMidBuildLeavesNoCompilerBehind) {
   auto pending =
       std::async(std::launch::async, [&] { return client_->call(job(nonce_, "kill", "0", true)); });
   // Wait until nvcc has started a compiler stage of its own (a grandchild of the worker).
-  std::vector<Proc> tree;
+  std::vector<ProcStat> tree;
   const auto building_by = SteadyClock::now() + 60s;
   while (SteadyClock::now() < building_by) {
     tree = descendants(victim);
-    if (std::any_of(tree.begin(), tree.end(), [&](const Proc& p) {
+    if (std::any_of(tree.begin(), tree.end(), [&](const ProcStat& p) {
           return p.ppid != victim && p.live() && is_compiler_stage(p.comm);
         }))
       break;
     std::this_thread::sleep_for(2ms);  // polling interval of an observed condition
   }
   std::string names;
-  for (const Proc& p : tree) names += p.comm + "(" + std::to_string(p.pid) + ") ";
+  for (const ProcStat& p : tree) names += p.comm + "(" + std::to_string(p.pid) + ") ";
   ASSERT_TRUE(std::any_of(tree.begin(), tree.end(),
-                          [](const Proc& p) { return is_compiler_stage(p.comm); }))
+                          [](const ProcStat& p) { return is_compiler_stage(p.comm); }))
       << "no compiler stage started under the worker; saw: " << names;
   std::printf("killing the worker while it runs: %s\n", names.c_str());
 
@@ -139,20 +137,20 @@ TEST_F(CompileWorkerTest, AWorkerKilledMidBuildLeavesNoCompilerBehind) {
   // are in one of those groups), must be gone within 2 s of the kill.
   std::set<std::pair<pid_t, unsigned long long>> started;
   std::set<pid_t> groups;
-  for (const Proc& p : tree) {
+  for (const ProcStat& p : tree) {
     started.insert({p.pid, p.start});
     if (p.pgid != victim) groups.insert(p.pgid);
   }
   const pid_t worker_group = ::getpgid(victim);
-  for (const Proc& p : tree)
+  for (const ProcStat& p : tree)
     if (p.pgid == worker_group) groups.erase(p.pgid);
   workers_.at("victim")->kill_now();
   const auto killed = SteadyClock::now();
 
-  std::vector<Proc> left;
+  std::vector<ProcStat> left;
   do {
     left.clear();
-    for (const Proc& p : processes())
+    for (const ProcStat& p : all_processes())
       if (p.live() && (started.count({p.pid, p.start}) || groups.count(p.pgid))) left.push_back(p);
     if (left.empty()) break;
     std::this_thread::sleep_for(5ms);  // polling interval of an observed condition
@@ -160,10 +158,10 @@ TEST_F(CompileWorkerTest, AWorkerKilledMidBuildLeavesNoCompilerBehind) {
   const double gone_ms =
       std::chrono::duration<double, std::milli>(SteadyClock::now() - killed).count();
   std::string survivors;
-  for (const Proc& p : left) survivors += p.comm + "(" + std::to_string(p.pid) + ") ";
+  for (const ProcStat& p : left) survivors += p.comm + "(" + std::to_string(p.pid) + ") ";
   EXPECT_TRUE(left.empty()) << "alive 2 s after the worker was SIGKILLed: " << survivors;
   std::printf("every process of the killed worker gone after %.0f ms\n", gone_ms);
-  for (const Proc& p : left) ::kill(p.pid, SIGKILL);  // what the failure left behind
+  for (const ProcStat& p : left) ::kill(p.pid, SIGKILL);  // what the failure left behind
 
   // The retry: the broker re-queues the job and another worker builds it.
   start_worker("retry");

@@ -1,5 +1,6 @@
-// Test-only: the machine's processes as /proc tells them, to find what a process left behind
-// (compile workers' compilers after a SIGKILL: compile_worker_test, compile_farm_chaos_test).
+// Test-only: the processes below one (core/proc_stat.h's all_processes), to find what a process
+// left behind (compile workers' compilers after a SIGKILL: compile_worker_test,
+// compile_farm_chaos_test).
 //
 // Threading: pure functions of /proc at the moment of the call (core/proc_stat.h reads it).
 #pragma once
@@ -13,20 +14,14 @@
 
 namespace cuda_agent::testing {
 
-/// One process as /proc/<pid>/stat tells it.
-using Proc = ProcStat;
-
-/// Every process now (those that vanish while /proc is read are left out).
-inline std::vector<Proc> processes() { return all_processes(); }
-
 /// Every process below `root` (children, their children, ...).
-inline std::vector<Proc> descendants(pid_t root) {
-  const std::vector<Proc> all = processes();
+inline std::vector<ProcStat> descendants(pid_t root) {
+  const std::vector<ProcStat> all = all_processes();
   std::set<pid_t> tree = {root};
-  std::vector<Proc> out;
+  std::vector<ProcStat> out;
   for (bool grew = true; grew;) {
     grew = false;
-    for (const Proc& p : all)
+    for (const ProcStat& p : all)
       if (tree.count(p.ppid) && !tree.count(p.pid)) {
         tree.insert(p.pid);
         out.push_back(p);
