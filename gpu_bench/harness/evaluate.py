@@ -405,11 +405,12 @@ def verify_one(s, dev, seed, tag, poison, first, same_address_seed=None, phase_k
     return ok
 
 
-def rerun_against_reference(s, dev, cand_in, ref_in, tag, poison):
+def rerun_against_reference(s, dev, cand_in, ref_in, tag, poison, ref_out=None):
     """The candidate once more (guarded, on poisoned free memory when asked), then the reference
-    on `ref_in`, and their outputs compared. Returns (ran, bad, ref_out, out): ran is False when
-    the candidate's run failed (its failed `run<tag>` check is recorded), else bad holds the
-    output checks that failed, ref_out the reference's output and out the candidate's."""
+    on `ref_in` (unless its output on them is given as `ref_out`), and their outputs compared.
+    Returns (ran, bad, ref_out, out): ran is False when the candidate's run failed (its failed
+    `run<tag>` check is recorded), else bad holds the output checks that failed, ref_out the
+    reference's output and out the candidate's."""
     if poison:
         dev.poison_free_memory(reserve_big_block=False)
     out, err, g = run_candidate_guarded(s, cand_in)
@@ -417,8 +418,9 @@ def rerun_against_reference(s, dev, cand_in, ref_in, tag, poison):
     if g.violations or err:
         s.check("run" + tag, False, g.violations[0]["detail"] if g.violations else err)
         return False, [], None, None
-    with torch.no_grad():
-        ref_out = s.ref(*ref_in)
+    if ref_out is None:
+        with torch.no_grad():
+            ref_out = s.ref(*ref_in)
     checks, violations = compare.check_outputs(out, ref_out, s.options["tolerance_profile"],
                                                s.index, tag)
     s.result["violations"].extend(violations)
@@ -579,14 +581,14 @@ def all_finite(out):
 
 
 def first_telling_move(s, inputs):
-    """(index, move name, moved inputs) of the first move (moved_inputs) that takes the
-    reference's output beyond the tolerance around its first output, finite; None when none
-    does."""
+    """(index, move name, moved inputs, the reference's output on them) of the first move
+    (moved_inputs) that takes the reference's output beyond the tolerance around its first
+    output, finite; None when none does."""
     for i, name, moved in moved_inputs(inputs):
         with torch.no_grad():
             probe = s.ref(*clone_inputs(moved))
         if all_finite(probe) and not passes_for(s, s.first_ref_sample, output_sample(probe)):
-            return i, name, moved
+            return i, name, moved, probe
     return None
 
 
@@ -601,11 +603,11 @@ def inputs_recheck(s, dev, input_seed, poison):
     if move is None:
         return None, ("no input scaled by 4 or shifted by 1 alone moves its output beyond the "
                       "tolerance")
-    i, name, moved = move
+    i, name, moved, ref_out = move
     what = "input %d %s" % (i, name)
     tag = "[%s,seed=%d]" % (what, input_seed)
-    ran, bad, _, out = rerun_against_reference(s, dev, clone_inputs(moved), clone_inputs(moved),
-                                               tag, poison)
+    # The reference already ran on (a copy of) the moved inputs; the candidate gets them.
+    ran, bad, _, out = rerun_against_reference(s, dev, moved, None, tag, poison, ref_out)
     if not ran:
         return False, ""
     if not bad:
