@@ -223,8 +223,9 @@ void print_transcript(const Episode& e, const Tokenizer* tokenizer) {
   for (const Turn& t : e.turns) {
     ++n;
     if (t.role == TurnRole::kAssistant) {
-      std::printf("\n--- turn %zu: the policy (%zu tokens, version %llu)\n", n, t.token_ids.size(),
-                  static_cast<unsigned long long>(t.policy_version.value()));
+      std::printf("\n--- turn %zu: the policy (%zu tokens, version %llu, %.2f s)\n", n,
+                  t.token_ids.size(), static_cast<unsigned long long>(t.policy_version.value()),
+                  double(t.wall_ms) / 1000);
       if (tokenizer) {
         auto text = tokenizer->decode_lossy(t.token_ids);
         std::printf("%s\n",
@@ -235,7 +236,7 @@ void print_transcript(const Episode& e, const Tokenizer* tokenizer) {
       for (const ToolCall& c : t.tool_calls)
         std::printf("%s(%s)\n", c.name.c_str(), c.arguments_json.c_str());
     } else if (!t.tool_results.empty()) {
-      std::printf("\n--- turn %zu: the tools\n", n);
+      std::printf("\n--- turn %zu: the tools (%.2f s)\n", n, double(t.wall_ms) / 1000);
       for (const ToolResult& r : t.tool_results)
         std::printf("[%s%s]\n%s\n", r.call_id.c_str(), r.is_error ? ", error" : "",
                     r.content.c_str());

@@ -87,8 +87,8 @@ TEST_F(BenchGpu, DesignExamplePassesAndIsTimed) {
   EXPECT_FALSE(e->result.audit.torch_version.empty());
   // Forked from the service's harness zygote (torch imported once, CUDA initialised per job).
   EXPECT_TRUE(e->from_zygote) << e->sandbox;
-  auto startup = e->harness.breakdown_s.find("startup");
-  ASSERT_NE(startup, e->harness.breakdown_s.end());
+  auto startup = e->result.phases_s.find("startup");
+  ASSERT_NE(startup, e->result.phases_s.end());
   EXPECT_LT(startup->second, 0.5) << "a forked harness should not import torch again";
 }
 

@@ -143,7 +143,7 @@ double cv(const std::vector<double>& v) {
 
 std::string breakdown(const BenchEvaluation& e) {
   std::string out;
-  for (const auto& [k, v] : e.harness.breakdown_s) {
+  for (const auto& [k, v] : e.result.phases_s) {
     char b[64];
     std::snprintf(b, sizeof b, "%s%s %.2f", out.empty() ? "" : ", ", k.c_str(), v);
     out += b;
@@ -457,13 +457,13 @@ class QualityBench {
         failure = e.error().to_string();
         break;
       }
-      auto it = e->harness.breakdown_s.find("trials");
-      const double trials = it != e->harness.breakdown_s.end() ? it->second : 0;
+      auto it = e->result.phases_s.find("trials");
+      const double trials = it != e->result.phases_s.end() ? it->second : 0;
       trials_s += trials;
-      harness_s += e->wall_seconds;
+      harness_s += e->result.harness_seconds;
       ++done;
       say("    request %2d/%d %-14s wall %.2f s, harness child %.2f s, trials %.2f s\n", done,
-          args_.queue, entry.name.c_str(), since(r0), e->wall_seconds, trials);
+          args_.queue, entry.name.c_str(), since(r0), e->result.harness_seconds, trials);
     }
     const double wall = since(t0);
     const double busy = util.ok() ? util.stop() : 0;

@@ -129,12 +129,12 @@ std::string bench_report_text(const BenchEvaluation& e, const BenchReportContext
   out += "precision:";
   for (const std::string& f : a.precision_flags) out += " " + f;
   out += "\n";
-  out += fmt::format("time: harness {:.2f} s wall", e.wall_seconds);
+  out += fmt::format("time: harness {:.2f} s wall", e.result.harness_seconds);
   std::string parts;
   for (const char* k : {"startup", "cuda_init", "load", "checks", "compile_baseline_build",
                         "baselines", "trials", "recheck"}) {
-    auto it = e.harness.breakdown_s.find(k);
-    if (it != e.harness.breakdown_s.end())
+    auto it = e.result.phases_s.find(k);
+    if (it != e.result.phases_s.end())
       parts += fmt::format("{}{} {:.2f}", parts.empty() ? "" : ", ", k, it->second);
   }
   if (!parts.empty()) out += " (" + parts + ")";
@@ -196,8 +196,8 @@ std::string bench_report_json(const BenchEvaluation& e, const BenchReportContext
                 {"checks_run", a.checks_run},
                 {"worker_id", a.worker_id.value()},
                 {"measured_unix_ms", a.measured_unix_ms}};
-  j["breakdown_s"] = e.harness.breakdown_s;
-  j["harness_wall_s"] = e.wall_seconds;
+  j["breakdown_s"] = e.result.phases_s;
+  j["harness_wall_s"] = e.result.harness_seconds;
   j["notes"] = e.harness.notes;
   j["seeds"] = e.harness.seeds;
   j["profile_report"] = r.profile_report;

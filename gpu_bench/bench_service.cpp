@@ -374,7 +374,6 @@ Expected<BenchEvaluation> BenchService::run_job(const BenchJob& job,
   }
   const SandboxResult& sr = *ran;
   BenchEvaluation e;
-  e.wall_seconds = sr.wall_seconds;
   e.harness_output = tail(sr.output, 8000);
   e.from_zygote = from_zygote;
   e.sandbox =
@@ -414,6 +413,7 @@ Expected<BenchEvaluation> BenchService::run_job(const BenchJob& job,
   for (auto& n : notes) e.harness.notes.push_back(std::move(n));
   e.result = std::move(e.harness.result);
   e.harness.result = BenchResult{};
+  e.result.harness_seconds = sr.wall_seconds;
   AuditRecord& a = e.result.audit;
   a.task_hash = content_hash(job.request.payload->task_model_py);
   a.artifact_hash = job.request.artifact.hash;

@@ -44,7 +44,6 @@ struct BenchEvaluation {
   BenchResult result;
   bool passed = false;         ///< every check passed and no failing violation
   HarnessResult harness;       ///< the parsed result (its `result` moved into `result` above)
-  double wall_seconds = 0;     ///< the harness process, start to end
   std::string harness_output;  ///< the child's stdout/stderr, trimmed
   std::string sandbox;         ///< how the child was confined, in words
   bool from_zygote = false;    ///< the harness child was forked from the zygote

@@ -175,7 +175,7 @@ Expected<HarnessResult> parse_result(std::string_view json_text) {
   }
   if (auto b = j.find("breakdown_s"); b != j.end() && b->is_object()) {
     for (auto it = b->begin(); it != b->end(); ++it)
-      if (it->is_number()) out.breakdown_s[it.key()] = it->get<double>();
+      if (it->is_number()) r.phases_s[it.key()] = it->get<double>();
   }
   if (auto n = j.find("notes"); n != j.end() && n->is_array()) {
     for (const auto& x : *n)

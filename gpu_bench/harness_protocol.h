@@ -81,7 +81,6 @@ struct HarnessResult {
   bool device_fault = false;  ///< the CUDA context broke (sticky error): health-check the GPU
   BenchResult result;
   std::map<std::string, TrialSpread> spreads;  ///< "candidate", "eager", "compile"
-  std::map<std::string, double> breakdown_s;   ///< "startup", "load", "checks", "trials", ...
   std::vector<std::string> notes;
   std::vector<std::uint64_t> seeds;
   double idle_overhead_us = 0;

@@ -88,7 +88,7 @@ TEST(HarnessProtocol, ParsesEveryField) {
   EXPECT_EQ(r->result.audit.mem_clock_mhz, 3201u);  // maximum stands in
   EXPECT_EQ(r->result.audit.precision_flags.size(), 1u);
   EXPECT_EQ(r->seeds, (std::vector<std::uint64_t>{4, 9223372036854775807ull}));
-  EXPECT_DOUBLE_EQ(r->breakdown_s.at("startup"), 1.5);
+  EXPECT_DOUBLE_EQ(r->result.phases_s.at("startup"), 1.5);
   EXPECT_EQ(r->notes.size(), 1u);
   EXPECT_EQ(r->result.profile_report, "kernel table");
 }

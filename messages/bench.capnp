@@ -102,6 +102,12 @@ struct PolicyViolation {
   detail @1 :Text;  # for people: what and where
 }
 
+# One phase of the harness's time (docs/formats/harness.md "breakdown_s").
+struct BenchPhase {
+  name @0 :Text;       # "startup", "checks", "compile_baseline_build", "baselines", "trials", ...
+  seconds @1 :Float64;
+}
+
 # The outcome of an evaluation that ran. A candidate that fails checks is a result (reward tier -1),
 # not an error.
 struct BenchResult {
@@ -115,6 +121,8 @@ struct BenchResult {
   audit @7 :AuditRecord;                # what an audit needs
   violations @8 :List(PolicyViolation); # rules broken and results flagged; empty if none
   profileReport @9 :Text;               # profile mode: the trimmed profiler report; else empty
+  harnessSeconds @10 :Float64;          # the harness process, start to end; 0 when not known
+  phases @11 :List(BenchPhase);         # where the harness's time went, by name
 }
 
 # Reply to a BenchRequest. An error means the evaluation could not run (missing artifact, GPU

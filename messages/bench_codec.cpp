@@ -71,6 +71,13 @@ void set_result(wire::BenchResult::Builder out, const BenchResult& in) {
     violations[i].setDetail(text(in.violations[i].detail));
   }
   out.setProfileReport(text(in.profile_report));
+  out.setHarnessSeconds(in.harness_seconds);
+  auto phases = out.initPhases(static_cast<unsigned>(in.phases_s.size()));
+  unsigned i = 0;
+  for (const auto& [name, seconds] : in.phases_s) {
+    phases[i].setName(text(name));
+    phases[i++].setSeconds(seconds);
+  }
 }
 
 BenchResult get_result(wire::BenchResult::Reader in) {
@@ -93,6 +100,8 @@ BenchResult get_result(wire::BenchResult::Reader in) {
     out.violations.push_back(PolicyViolation{str(v.getRule()), str(v.getDetail())});
   }
   out.profile_report = str(in.getProfileReport());
+  out.harness_seconds = in.getHarnessSeconds();
+  for (auto p : in.getPhases()) out.phases_s[str(p.getName())] = p.getSeconds();
   return out;
 }
 

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -142,6 +143,8 @@ struct BenchResult {
   AuditRecord audit;                        ///< what an audit needs
   std::vector<PolicyViolation> violations;  ///< rules broken, results flagged; empty if none
   std::string profile_report;               ///< profile mode: the trimmed profiler report
+  double harness_seconds = 0;               ///< the harness process, start to end; 0: unknown
+  std::map<std::string, double> phases_s;   ///< the harness's time by phase ("trials", ...)
 };
 
 /// Answer to a BenchRequest.

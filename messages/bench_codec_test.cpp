@@ -105,6 +105,8 @@ TEST(BenchCodec, ResultReplyRoundTrips) {
   ASSERT_EQ(r.violations.size(), 1u);
   EXPECT_EQ(r.violations[0].rule, "implausible_speedup");
   EXPECT_EQ(r.violations[0].detail, want.violations[0].detail);
+  EXPECT_DOUBLE_EQ(r.harness_seconds, 1.53);
+  EXPECT_EQ(r.phases_s, want.phases_s);
   EXPECT_EQ(encode_bench_reply(*out), bytes);
 }
 

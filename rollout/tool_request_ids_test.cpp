@@ -94,6 +94,12 @@ TEST_F(PoolBenchRerun, ARerunAttemptIsServedFromTheBrokersCache) {
   auto first = evaluate(key, fast);
   ASSERT_TRUE(first) << first.error().to_string();
   EXPECT_EQ(first->reward_tier, 3);
+  // The harness's time and its phases came back over the pool with the result (the report the
+  // episode stores says where the bench spent its time).
+  ASSERT_TRUE(first->bench.has_value());
+  EXPECT_GT(first->bench->harness_seconds, 0);
+  EXPECT_DOUBLE_EQ(first->bench->phases_s.at("checks"), 0.2);
+  EXPECT_NE(first->report.find("(startup 0.10, checks 0.20)"), std::string::npos) << first->report;
   EXPECT_EQ(stats().completed, 1u);
   EXPECT_EQ(stats().cache_hits, 0u);
 

@@ -147,9 +147,11 @@ TEST(StoreCli, ShowTranscriptPrintsTheCallsAndWhatTheToolsAnswered) {
                      .logprobs = std::vector<float>(ids->size(), -0.5f),
                      .loss_mask = std::vector<std::uint8_t>(ids->size(), 1),
                      .tool_calls = {{"c0", "write_file", R"({"path":"kernels/k.cu"})"}},
-                     .policy_version = PolicyVersion{2}});
+                     .policy_version = PolicyVersion{2},
+                     .wall_ms = 1250});
   e.turns.push_back({.role = TurnRole::kTool,
-                     .tool_results = {{"c0", "nvcc on kernels/k.cu failed: expected ';'", true}}});
+                     .tool_results = {{"c0", "nvcc on kernels/k.cu failed: expected ';'", true}},
+                     .wall_ms = 40});
   EpisodeRecord r = make_episode("r1", "ep1", "t", -1);
   r.trajectory_bytes = encode_episode(e);
   StoreWrite w;
@@ -158,9 +160,9 @@ TEST(StoreCli, ShowTranscriptPrintsTheCallsAndWhatTheToolsAnswered) {
   CmdResult out = run("trajectories show ep1 --transcript --store " + dir);
   ASSERT_EQ(out.exit_code, 0) << out.output;
   const std::string tokens =
-      "turn 1: the policy (" + std::to_string(ids->size()) + " tokens, version 2)";
+      "turn 1: the policy (" + std::to_string(ids->size()) + " tokens, version 2, 1.25 s)";
   EXPECT_TRUE(has(out, tokens)) << out.output;
-  for (const char* text : {R"(write_file({"path":"kernels/k.cu"}))", "turn 2: the tools",
+  for (const char* text : {R"(write_file({"path":"kernels/k.cu"}))", "turn 2: the tools (0.04 s)",
                            "[c0, error]", "nvcc on kernels/k.cu failed: expected ';'"})
     EXPECT_TRUE(has(out, text)) << text << " missing from:\n" << out.output;
   EXPECT_FALSE(has(out, "I will write the kernel first.")) << "text only with a tokenizer";
