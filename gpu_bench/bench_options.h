@@ -18,6 +18,7 @@ struct BenchOptions {
   std::string tolerance_profile = "cuda-agent";
   std::int64_t verify_input_sets = 5;
   std::int64_t nonfinal_verify_input_sets = 0;
+  bool final_reuses_baselines = false;
   std::int64_t warmup_trials = 10;
   std::int64_t timed_trials = 100;
   std::int64_t input_sets = 8;
@@ -54,6 +55,14 @@ struct BenchOptions {
        .min = 0,
        .max = 1000},
       nonfinal_verify_input_sets);
+    v({.key = "final_reuses_baselines",
+       .doc = "Final evaluations (an episode's reward) reuse the eager and torch.compile medians "
+              "this worker measured earlier for the same task and precision, as the agent's own "
+              "calls do, instead of timing both beside the candidate every time; the report then "
+              "says the baselines came from the cache. A new task is still measured once. For "
+              "runs where the bench's time per episode bounds training (a small model on one "
+              "shared GPU); off: every reward times its baselines afresh."},
+      final_reuses_baselines);
     v({.key = "warmup_trials",
        .unit = "trials",
        .doc = "Untimed runs of each of candidate, eager and torch.compile before timing.",

@@ -227,8 +227,11 @@ Expected<BenchEvaluation> BenchService::evaluate(const BenchJob& job) {
   std::optional<CachedBaseline> baseline = job.baseline;
   const std::string memo_key = content_hash(job.request.payload->task_model_py) +
                                (allow_tf32(options_.bench, job) ? "|tf32" : "|ieee");
-  if (!baseline && !job.request.options.remeasure_baselines &&
-      job.request.mode == BenchMode::kBenchmark) {
+  // A final evaluation re-times both unless this worker is told to reuse them there too
+  // ([bench] final_reuses_baselines); its report then says the baselines came from the cache.
+  const bool may_reuse =
+      !job.request.options.remeasure_baselines || options_.bench.final_reuses_baselines;
+  if (!baseline && may_reuse && job.request.mode == BenchMode::kBenchmark) {
     if (auto it = baseline_memo_.find(memo_key); it != baseline_memo_.end()) {
       CachedBaseline reuse{
           .eager_us = options_.reuse_eager_baseline ? it->second.eager_us : 0,

@@ -15,6 +15,7 @@
 
 #include "core/clock.h"
 #include "core/content_hash.h"
+#include "gpu_bench/bench_report.h"
 #include "gpu_bench/bench_test_util.h"
 #include "gpu_bench/nsight_compute.h"
 
@@ -231,6 +232,20 @@ TEST_P(BenchServiceTest, ReusesItsOwnBaselinesUnlessFinal) {
   BenchJob tf32 = job("fast");
   tf32.request.options.allow_tf32 = true;
   EXPECT_FALSE(reused(*s->evaluate(tf32)));
+  // A worker told to reuse them in final evaluations too ([bench] final_reuses_baselines): a
+  // known task's final evaluation takes the medians, and its report says they came from the cache.
+  options_.bench.final_reuses_baselines = true;
+  auto reusing = make();
+  ASSERT_TRUE(reusing);
+  ASSERT_TRUE(reusing->evaluate(final_job));  // first meeting: measured
+  auto final_reused = reusing->evaluate(final_job);
+  ASSERT_TRUE(final_reused);
+  EXPECT_TRUE(reused(*final_reused));
+  EXPECT_TRUE(final_reused->result.compile_trial_us.empty());
+  EXPECT_DOUBLE_EQ(final_reused->result.speedup_vs_eager, 2.0);
+  EXPECT_NE(bench_report_text(*final_reused, {}).find("baselines from the cache"),
+            std::string::npos);
+  options_.bench.final_reuses_baselines = false;
   // Eager reuse off: eager timed every time, torch.compile still reused.
   options_.reuse_eager_baseline = false;
   auto eager_off = make();
