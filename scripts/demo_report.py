@@ -87,6 +87,22 @@ def svg_tiers(histograms, title):
     return "".join(out)
 
 
+def baselines_text(manifest_path):
+    """How the rewards' eager and torch.compile baselines were timed, from [bench]."""
+    import tomllib
+    with open(manifest_path, "rb") as f:
+        m = tomllib.load(f)
+    if m.get("rollout", {}).get("reward") == "compile-only":
+        return "Baselines: none (compile-only reward: nothing was timed)."
+    bench = m.get("bench", {})
+    if bench.get("final_reuses_baselines", False):
+        return ("Baselines: reused per task ([bench] final_reuses_baselines): eager and "
+                "torch.compile were timed when the bench first met a task, in training and in "
+                "each evaluation, and their medians reused for its later rewards.")
+    return ("Baselines: every reward timed eager and torch.compile beside the candidate "
+            "(re-measured each time).")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
@@ -95,6 +111,8 @@ def main():
     ap.add_argument("--warmup-metrics")
     ap.add_argument("--eval", action="append", default=[])
     ap.add_argument("--title", default="cuda-agent: reward rises (issue 25)")
+    ap.add_argument("--manifest", help="the run's manifest.toml: says how baselines were timed")
+    ap.add_argument("--times", help="scripts/demo_times.py's output: where episodes spent time")
     a = ap.parse_args()
     parts = ["<html><head><meta charset='utf-8'><title>%s</title></head><body>" % html.escape(a.title),
              "<h1>%s</h1>" % html.escape(a.title)]
@@ -128,6 +146,12 @@ def main():
                          "<td>%d</td></tr>" % (html.escape(stage), t))
         parts.append("<tr><td>RL run finished</td><td>%s</td></tr></table>" %
                      (fin.group(1) if fin else "not finished"))
+
+    if a.manifest and os.path.exists(a.manifest):
+        parts.append("<p>%s</p>" % html.escape(baselines_text(a.manifest)))
+    if a.times and os.path.exists(a.times):
+        parts.append("<h2>Where the episodes spent their time</h2><pre>%s</pre>"
+                     % html.escape(open(a.times, errors="replace").read()))
 
     if a.warmup_metrics and os.path.exists(a.warmup_metrics):
         pts = []
