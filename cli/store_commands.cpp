@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "cli/command.h"
 #include "core/progress.h"
@@ -251,7 +252,7 @@ void add_trajectories(CLI::App& app, CommandResult& result) {
     std::string store = StoreOptions{}.dir;
     std::string run;
     std::string out = "-";
-    std::string episode;
+    std::vector<std::string> episodes;
     bool json = false;
     bool transcript = false;
     std::string tokenizer;
@@ -308,11 +309,12 @@ void add_trajectories(CLI::App& app, CommandResult& result) {
     if (report_or->corrupt) result.exit_code = 1;
   });
 
-  auto* show = traj->add_subcommand("show", "Show one episode's summary");
-  show->add_option("EPISODE", args->episode, "episode id")->required();
+  auto* show = traj->add_subcommand("show", "Show episodes' summaries, one after another");
+  show->add_option("EPISODE", args->episodes, "episode ids (one store open serves them all)")
+      ->required();
   show->add_option("--store", args->store, store_help());
-  show->add_option("--run", args->run, "the episode's run (needed when several runs have it)");
-  show->add_flag("--json", args->json, "print the episode's export line (JSON, with trajectory)");
+  show->add_option("--run", args->run, "the episodes' run (needed when several runs have one)");
+  show->add_flag("--json", args->json, "print each episode's export line (JSON, with trajectory)");
   show->add_flag("--transcript", args->transcript,
                  "also print its turns: each tool call the policy made (name and arguments) and "
                  "each tool result it was shown, the final evaluation's report among them");
@@ -322,47 +324,56 @@ void add_trajectories(CLI::App& app, CommandResult& result) {
   show->callback([args, &result] {
     auto store = open_store(args->store, result);
     if (!store) return;
-    RunId run{args->run};
-    if (args->run.empty()) {
-      auto found = store->find_episode(EpisodeId{args->episode});
-      if (!found) return void(result.exit_code = report(found.error()));
-      std::string runs;
-      for (const auto& s : *found) runs += (runs.empty() ? "" : ", ") + s.run_id.value();
-      if (found->size() != 1) {
-        return void(
-            result.exit_code = report(make_error(
-                found->empty() ? ErrorCategory::kNotFound : ErrorCategory::kInvalidInput,
-                "store.episode",
-                found->empty() ? "episode " + args->episode + " is not in the store " + args->store
-                               : "episode " + args->episode + " is in several runs (" + runs +
-                                     "); pass --run")));
-      }
-      run = found->front().run_id;
-    }
-    auto e = store->get_episode(run, EpisodeId{args->episode});
-    if (!e) return void(result.exit_code = report(e.error()));
-    if (args->json) return void(std::fputs(episode_json_line(*e).c_str(), stdout));
-    std::printf("episode %s\n  run %s, task %s\n  stage %s, policy version %llu\n",
-                e->episode_id.value().c_str(), e->run_id.value().c_str(),
-                e->task_id.value().c_str(), to_string(e->stage).c_str(),
-                static_cast<unsigned long long>(e->policy_version.value()));
-    std::printf("  status %s, final reward %g\n", std::string(to_string(e->status)).c_str(),
-                e->final_reward);
-    std::printf("  turns %u, invalid tool calls %u, wasted loops %u, tokens %llu\n", e->turns,
-                e->invalid_tool_calls, e->wasted_loops,
-                static_cast<unsigned long long>(e->total_tokens));
-    std::printf("  created %s\n  trajectory %s (Cap'n Proto; decoded by the trajectory codec)\n",
-                utc(e->created_unix_ms).c_str(), bytes(e->trajectory_bytes.size()).c_str());
-    if (!args->transcript) return;
-    auto episode = decode_episode(e->trajectory_bytes);
-    if (!episode) return void(result.exit_code = report(episode.error()));
     std::optional<Tokenizer> tokenizer;
-    if (!args->tokenizer.empty()) {
+    if (args->transcript && !args->tokenizer.empty()) {
       auto t = Tokenizer::load(args->tokenizer);
       if (!t) return void(result.exit_code = report(t.error()));
       tokenizer = std::move(*t);
     }
-    print_transcript(*episode, tokenizer ? &*tokenizer : nullptr);
+    // One episode; an error is reported and the next one shown (the exit code says it failed).
+    auto show_one = [&](const std::string& id) -> Status {
+      RunId run{args->run};
+      if (args->run.empty()) {
+        auto found = store->find_episode(EpisodeId{id});
+        if (!found) return found.error();
+        std::string runs;
+        for (const auto& s : *found) runs += (runs.empty() ? "" : ", ") + s.run_id.value();
+        if (found->size() != 1) {
+          return make_error(
+              found->empty() ? ErrorCategory::kNotFound : ErrorCategory::kInvalidInput,
+              "store.episode",
+              found->empty() ? "episode " + id + " is not in the store " + args->store
+                             : "episode " + id + " is in several runs (" + runs + "); pass --run");
+        }
+        run = found->front().run_id;
+      }
+      auto e = store->get_episode(run, EpisodeId{id});
+      if (!e) return e.error();
+      if (args->json) {
+        std::fputs(episode_json_line(*e).c_str(), stdout);
+        return Status::ok();
+      }
+      std::printf("episode %s\n  run %s, task %s\n  stage %s, policy version %llu\n",
+                  e->episode_id.value().c_str(), e->run_id.value().c_str(),
+                  e->task_id.value().c_str(), to_string(e->stage).c_str(),
+                  static_cast<unsigned long long>(e->policy_version.value()));
+      std::printf("  status %s, final reward %g\n", std::string(to_string(e->status)).c_str(),
+                  e->final_reward);
+      std::printf("  turns %u, invalid tool calls %u, wasted loops %u, tokens %llu\n", e->turns,
+                  e->invalid_tool_calls, e->wasted_loops,
+                  static_cast<unsigned long long>(e->total_tokens));
+      std::printf("  created %s\n  trajectory %s (Cap'n Proto; decoded by the trajectory codec)\n",
+                  utc(e->created_unix_ms).c_str(), bytes(e->trajectory_bytes.size()).c_str());
+      if (!args->transcript) return Status::ok();
+      auto episode = decode_episode(e->trajectory_bytes);
+      if (!episode) return episode.error();
+      print_transcript(*episode, tokenizer ? &*tokenizer : nullptr);
+      return Status::ok();
+    };
+    for (std::size_t i = 0; i < args->episodes.size(); ++i) {
+      if (i > 0 && !args->json) std::printf("\n");
+      if (Status s = show_one(args->episodes[i]); !s) result.exit_code = report(s.error());
+    }
   });
 }
 

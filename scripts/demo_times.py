@@ -1,8 +1,7 @@
 #!/usr/bin/env python3
 """Where a run's episodes spent their time, from `cuda-agent trajectories show --transcript` text.
 
-Usage: for id in ...; do cuda-agent trajectories show $id ... --transcript; done | \
-           scripts/demo_times.py
+Usage: cuda-agent trajectories show ID... --store S --run R --transcript | scripts/demo_times.py
 
 Reads the turn headers ("--- turn 3: the policy (451 tokens, version 0, 2.31 s)", "--- turn 4: the
 tools (0.01 s)") and the bench reports' "time: harness 1.53 s wall (startup 0.01, checks 0.40, ...)"

@@ -123,6 +123,13 @@ TEST(StoreCli, ReadsAStoreWhileItsWriterRuns) {
   EXPECT_EQ(as_json.exit_code, 0) << as_json.output;
   EXPECT_EQ(nlohmann::json::parse(as_json.output)["run_id"], "r2");
   EXPECT_EQ(run("trajectories show nope --store " + dir).exit_code, 2);
+  // Several ids, one store open: each is shown in turn; one that is missing is reported and the
+  // others are still shown, and the exit code says something failed.
+  CmdResult several = run("trajectories show e3 nope late --run r1 --store " + dir);
+  EXPECT_EQ(several.exit_code, 2) << several.output;
+  EXPECT_TRUE(has(several, "episode e3\n")) << several.output;
+  EXPECT_TRUE(has(several, "episode late\n")) << several.output;
+  EXPECT_TRUE(has(several, "nope")) << several.output;
 }
 
 // What a policy did, readable: the calls it made and what the tools answered (to diagnose a run
