@@ -203,6 +203,7 @@ int serve_coordinator(const ServeCoordinatorArgs& a, StopSignals& signals) {
   o.stages = *plan;
   for (const Task& t : imported->tasks) o.tasks.push_back(t.id);
   o.seed = static_cast<std::uint64_t>(m.run.seed);
+  o.group_size = static_cast<std::uint64_t>(m.learner.group_size);
   o.staleness = {.batch_episodes = static_cast<std::uint64_t>(m.learner.batch_episodes),
                  .max_staleness = static_cast<std::uint64_t>(m.learner.staleness),
                  .max_concurrent = static_cast<std::uint64_t>(m.rollout.concurrent_episodes) *

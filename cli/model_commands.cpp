@@ -152,6 +152,9 @@ Expected<std::vector<std::string>> learner_serve_args(std::vector<std::string> a
   add("--gamma", num(m.learner.gamma));
   add("--gae-lambda", num(m.learner.gae_lambda));
   add("--epochs", std::to_string(m.learner.ppo_epochs));
+  add("--advantage", m.learner.advantage);
+  if (m.learner.lr_warmup_steps > 0)
+    add("--warmup-steps", std::to_string(m.learner.lr_warmup_steps));
   add("--skip-uniform-reward-batches", m.learner.skip_uniform_reward_batches ? "true" : "false");
   add("--micro-batch-tokens", std::to_string(m.learner.micro_batch_tokens));
   add("--timeout-ms", std::to_string(m.learner.nccl_timeout_ms));

@@ -309,11 +309,14 @@ Status copy_model_files(const fs::path& from, const fs::path& tokenizer_from, co
 // skipped when its output exists, so a resumed run goes on where it stopped). Without [corpus]:
 // a tiny random model. With [corpus] count > 0: the corpus and its task sets, a model of
 // [model] init_size whose tokenizer is trained on the corpus, and the supervised warm-up on it;
-// the warmed-up weights (with the tokenizer) become the run's initial policy.
+// the warmed-up weights (with the tokenizer) become the run's initial policy. A policy already in
+// place (a run resumed, or one given to it) is used as it is; the corpus's task sets are still
+// made when missing, since the run trains and is evaluated on them.
 Status ensure_initial_model(const RunSetup& r, StopSignals& signals) {
   const Manifest& m = r.manifest;
   const fs::path dir = initial_model_dir(m);
-  if (fs::exists(dir / "config.json")) return Status::ok();
+  const bool have_policy = fs::exists(dir / "config.json");
+  if (have_policy && m.corpus.count == 0) return Status::ok();
   if (m.corpus.count == 0) {
     return run_setup_step(
         r, signals, "model-init",
@@ -353,6 +356,7 @@ Status ensure_initial_model(const RunSetup& r, StopSignals& signals) {
                                        " transcripts) and its task sets in " + cdir.string(),
                                    std::move(argv), std::chrono::minutes(10)));
   }
+  if (have_policy) return Status::ok();
   // Budgets that cut off most transcripts make the whole run learn nothing: say so up front.
   if (auto shape = corpus_shape(corpus.string()); !shape) {
     log_warn("cannot read the corpus's shape", {{"error", shape.error().to_string()}});

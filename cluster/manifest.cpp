@@ -56,6 +56,14 @@ TableReader read_section(const toml::table& root, Options& options, Diagnostics&
   return reader;
 }
 
+void check_learner(const LearnerOptions& learner, const TableReader& reader, Diagnostics& diag) {
+  if (learner.advantage == "group" && learner.group_size < 2)
+    diag.add("manifest.invalid_value", reader.key_where("group_size"), reader.context("group_size"),
+             std::to_string(learner.group_size) +
+                 ": advantage = \"group\" compares the episodes of one task, so group_size must "
+                 "be at least 2");
+}
+
 void check_run(const RunOptions& run, const TableReader& reader, Diagnostics& diag) {
   bool name_ok = !run.name.empty() && std::all_of(run.name.begin(), run.name.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
@@ -192,7 +200,7 @@ Expected<Manifest> parse_manifest(std::string_view toml_text, std::string_view s
   read_section(root, m.compile, diag);
   read_section(root, m.bench, diag);
   read_section(root, m.rollout, diag);
-  read_section(root, m.learner, diag);
+  TableReader learner = read_section(root, m.learner, diag);
   read_section(root, m.model, diag);
   read_section(root, m.tasks, diag);
   read_section(root, m.corpus, diag);
@@ -200,6 +208,7 @@ Expected<Manifest> parse_manifest(std::string_view toml_text, std::string_view s
   if (!diag.empty()) return diag.to_error();
 
   check_run(m.run, run, diag);
+  check_learner(m.learner, learner, diag);
   check_security_complete(m, security, diag);
   manifest_detail::check_nodes(m.run, nodes, m.nodes, diag);
   if (!diag.empty()) return diag.to_error();

@@ -565,6 +565,7 @@ RestoreInputs restore_inputs(const CoordinatorOptions& options) {
   in.staleness = options.staleness;
   in.tasks = options.tasks;
   in.seed = options.seed;
+  in.group_size = options.group_size;
   in.stage = options.stages.empty() ? EpisodeStage::kAgenticPpo : options.stages.front().stage;
   return in;
 }

@@ -138,6 +138,8 @@ struct CoordinatorOptions {
   std::vector<TaskId> tasks;
   /// [run].seed: the sampler's seed.
   std::uint64_t seed = 0;
+  /// [learner] group_size: episodes of each task the sampler draws in a row.
+  std::uint64_t group_size = 1;
   /// batch_episodes and S from [learner]; max_concurrent from the rollout plan.
   StalenessOptions staleness;
   /// From [run].

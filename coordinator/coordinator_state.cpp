@@ -49,7 +49,8 @@ Expected<Restored> restore_ledger(const RestoreInputs& in, const CoordinatorStat
   const CoordinatorStateRecord empty;
   const CoordinatorStateRecord& s = saved != nullptr ? *saved : empty;
   Restored out{EpisodeLedger(in.run, in.staleness,
-                             TaskSampler(in.tasks, in.seed, {s.sampler_epoch, s.sampler_index})),
+                             TaskSampler(in.tasks, in.seed, {s.sampler_epoch, s.sampler_index},
+                                         in.group_size)),
                RunProgress{s.step, s.stage_index, s.stage_steps, s.policy_version,
                            s.last_step_episodes, s.steps_since_checkpoint},
                {}};

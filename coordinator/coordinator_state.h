@@ -59,6 +59,7 @@ struct RestoreInputs {
   StalenessOptions staleness;
   std::vector<TaskId> tasks;
   std::uint64_t seed = 0;
+  std::uint64_t group_size = 1;  ///< draws of each task in a row (TaskSampler)
   /// The stage new episodes minted during step 3 belong to when the store does not say.
   EpisodeStage stage = EpisodeStage::kEvaluation;
 };

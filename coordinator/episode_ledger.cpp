@@ -152,10 +152,17 @@ std::optional<Batch> EpisodeLedger::form_batch(std::uint64_t step, PolicyVersion
   }
   const std::uint64_t want = staleness_.options().batch_episodes;
   if (ready.size() < want) return std::nullopt;
-  std::sort(ready.begin(), ready.end(), [](const LedgerEntry* a, const LedgerEntry* b) {
+  std::map<TaskId, std::uint64_t> ready_of_task;
+  if (sampler_.group() > 1)
+    for (const LedgerEntry* e : ready) ready_of_task[e->task_id] += 1;
+  auto alone = [&](const LedgerEntry* e) {
+    return sampler_.group() > 1 && ready_of_task[e->task_id] < 2;
+  };
+  std::sort(ready.begin(), ready.end(), [&](const LedgerEntry* a, const LedgerEntry* b) {
     if (a->dispatched_version != b->dispatched_version) {
       return a->dispatched_version < b->dispatched_version;
     }
+    if (alone(a) != alone(b)) return !alone(a);
     return a->ack_seq < b->ack_seq;
   });
   // Trained in mint order, however the episodes arrived: a batch formed again after a restart

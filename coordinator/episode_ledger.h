@@ -123,6 +123,8 @@ class EpisodeLedger {
   std::vector<EpisodeId> worker_lost(const WorkerId& worker);
 
   /// Marks stale episodes, then takes the oldest `batch_episodes` acknowledged ones of `stage`.
+  /// With a sampler group size > 1, among episodes of one policy version those whose task has
+  /// another ready episode go first (group advantages need two of a task in one batch).
   std::optional<Batch> form_batch(std::uint64_t step, PolicyVersion current, EpisodeStage stage);
   void step_done(const Batch& batch);
   void step_failed(const Batch& batch);

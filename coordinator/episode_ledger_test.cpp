@@ -67,6 +67,23 @@ TEST(EpisodeLedger, SubmissionsAreCheckedByAttemptAndAnsweredIdempotently) {
   EXPECT_EQ(l.begin_submit(b2.episode_id, 2), SubmitCheck::kStore) << "the worker retries";
 }
 
+// Groups of 2: the sampler draws each task twice in a row, and a batch takes the episodes whose
+// task has another ready one before one that is alone, however they arrived.
+TEST(EpisodeLedger, GroupedBatchesKeepATasksEpisodesTogether) {
+  EpisodeLedger l(kRun, {.batch_episodes = 2, .max_staleness = 2}, TaskSampler(tasks(5), 3, {}, 2));
+  std::vector<Assignment> v0;
+  for (int i = 0; i < 4; ++i) v0.push_back(*l.dispatch(WorkerId{"w"}, PolicyVersion{0}, kPpo));
+  EXPECT_EQ(v0[0].task_id, v0[1].task_id);
+  EXPECT_EQ(v0[2].task_id, v0[3].task_id);
+  EXPECT_NE(v0[1].task_id, v0[2].task_id);
+  for (int i : {0, 2, 3}) {  // the first group's second episode is still running
+    ASSERT_EQ(l.begin_submit(v0[i].episode_id, 1), SubmitCheck::kStore);
+    l.acknowledge(v0[i].episode_id);
+  }
+  auto b0 = *l.form_batch(0, PolicyVersion{0}, kPpo);
+  EXPECT_EQ(b0.episodes, (std::vector<EpisodeId>{v0[2].episode_id, v0[3].episode_id}));
+}
+
 TEST(EpisodeLedger, BatchesTakeTheOldestAndDropStaleOnes) {
   EpisodeLedger l = ledger(2, 1);
   std::vector<Assignment> v0;

@@ -25,14 +25,19 @@ std::uint64_t below(std::uint64_t& state, std::uint64_t n) {
 
 }  // namespace
 
-TaskSampler::TaskSampler(std::vector<TaskId> tasks, std::uint64_t seed, SamplerPosition position)
-    : tasks_(std::move(tasks)), seed_(seed), position_(position) {
+TaskSampler::TaskSampler(std::vector<TaskId> tasks, std::uint64_t seed, SamplerPosition position,
+                         std::uint64_t group)
+    : tasks_(std::move(tasks)),
+      seed_(seed),
+      group_(std::max<std::uint64_t>(1, group)),
+      position_(position) {
   std::sort(tasks_.begin(), tasks_.end());
   tasks_.erase(std::unique(tasks_.begin(), tasks_.end()), tasks_.end());
   assert(!tasks_.empty());
-  if (!tasks_.empty() && position_.index >= tasks_.size()) {
-    position_.epoch += position_.index / tasks_.size();
-    position_.index %= tasks_.size();
+  const std::uint64_t draws = tasks_.size() * group_;
+  if (!tasks_.empty() && position_.index >= draws) {
+    position_.epoch += position_.index / draws;
+    position_.index %= draws;
   }
   shuffle_for_epoch();
 }
@@ -47,8 +52,8 @@ void TaskSampler::shuffle_for_epoch() {
 }
 
 TaskId TaskSampler::next() {
-  TaskId task = tasks_[order_[position_.index]];
-  if (++position_.index == tasks_.size()) {
+  TaskId task = tasks_[order_[position_.index / group_]];
+  if (++position_.index == tasks_.size() * group_) {
     position_.index = 0;
     ++position_.epoch;
     shuffle_for_epoch();

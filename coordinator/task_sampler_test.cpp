@@ -34,6 +34,23 @@ TEST(TaskSampler, SameSeedAndPositionGiveTheSameContinuation) {
   for (int i = 0; i < 40; ++i) EXPECT_EQ(a.next(), b.next()) << "draw " << i;
 }
 
+// A group of 3: each task three times in a row, the epoch's tasks in the same order as without
+// groups, and a restart inside a group goes on with the rest of it.
+TEST(TaskSampler, GroupsDrawEachTaskInARow) {
+  TaskSampler plain(tasks(5), 9), grouped(tasks(5), 9, {}, 3);
+  for (int epoch = 0; epoch < 2; ++epoch)
+    for (int i = 0; i < 5; ++i) {
+      const TaskId t = plain.next();
+      for (int k = 0; k < 3; ++k)
+        EXPECT_EQ(grouped.next(), t) << "epoch " << epoch << " task " << i;
+    }
+  EXPECT_EQ(grouped.position(), (SamplerPosition{2, 0}));
+  for (int i = 0; i < 4; ++i) grouped.next();
+  TaskSampler resumed(tasks(5), 9, grouped.position(), 3);
+  EXPECT_EQ(resumed.position(), (SamplerPosition{2, 4}));
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(resumed.next(), grouped.next()) << "draw " << i;
+}
+
 TEST(TaskSampler, SeedsAndEpochsDiffer) {
   TaskSampler a(tasks(50), 1), b(tasks(50), 2);
   std::vector<TaskId> ea, eb, ea2;

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 
 namespace cuda_agent {
 namespace {
@@ -74,6 +75,40 @@ void whiten(std::vector<float>& adv, const std::vector<std::uint8_t>& mask, doub
   for (std::size_t t = 0; t < adv.size(); ++t) {
     adv[t] = mask[t] == 0 ? 0.0f : static_cast<float>((adv[t] - mean) * scale);
   }
+}
+
+std::size_t GroupAdvantages::alone_count() const {
+  std::size_t n = 0;
+  for (bool a : alone) n += a ? 1 : 0;
+  return n;
+}
+
+GroupAdvantages leave_one_out_advantages(const std::vector<std::string>& groups,
+                                         const std::vector<double>& rewards) {
+  require_same_length(groups.size(), rewards.size(),
+                      "leave_one_out_advantages: groups and rewards");
+  struct Sums {
+    double sum = 0;
+    std::size_t count = 0;
+  };
+  std::map<std::string, Sums> by_group;
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    Sums& g = by_group[groups[i]];
+    g.sum += rewards[i];
+    g.count += 1;
+  }
+  GroupAdvantages out;
+  out.advantages.resize(rewards.size(), 0.0);
+  out.alone.resize(rewards.size(), false);
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    const Sums& g = by_group[groups[i]];
+    if (g.count < 2) {
+      out.alone[i] = true;
+      continue;
+    }
+    out.advantages[i] = rewards[i] - (g.sum - rewards[i]) / double(g.count - 1);
+  }
+  return out;
 }
 
 }  // namespace cuda_agent

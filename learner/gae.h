@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace cuda_agent {
@@ -56,5 +57,17 @@ struct MomentSums {
 /// Precondition: same length (else aborts).
 void whiten(std::vector<float>& adv, const std::vector<std::uint8_t>& mask, double mean, double std,
             double eps = 1e-8);
+
+/// Group-relative (leave-one-out) advantages of whole episodes: episode i of group g gets
+///   A_i = r_i - mean(r_j : j in g, j != i)
+/// and an episode alone in its group gets 0 (alone[i] = true). `groups[i]` names episode i's
+/// group (its task). Precondition: same length (else aborts).
+struct GroupAdvantages {
+  std::vector<double> advantages;
+  std::vector<bool> alone;
+  std::size_t alone_count() const;
+};
+GroupAdvantages leave_one_out_advantages(const std::vector<std::string>& groups,
+                                         const std::vector<double>& rewards);
 
 }  // namespace cuda_agent

@@ -97,6 +97,7 @@ struct LearnArgs {
   std::int64_t timeout_ms = 600'000;
   bool shard_optimizer = false;
   bool skip_uniform_reward_batches = true;
+  std::string advantage = "critic";
   // serve only
   std::string coordinator, id, curve_client_key, curve_server_public_key, checkpoint_dir;
   std::vector<std::string> engines;
@@ -258,6 +259,7 @@ TrainerOptions trainer_options(const LearnArgs& a) {
   to.gae_lambda = a.gae_lambda;
   to.ppo_epochs = a.epochs;
   to.skip_uniform_reward_batches = a.skip_uniform_reward_batches;
+  to.group_advantages = a.advantage == "group";
   to.shard_optimizer = a.shard_optimizer;
   to.actor_optimizer = {.lr = a.lr,
                         .weight_decay = a.weight_decay,
@@ -426,9 +428,10 @@ std::string step_line(const TrainStep& step, const StepDone& done) {
   std::string line = "step " + std::to_string(step.step) + " " + to_string(step.stage) + " v" +
                      std::to_string(step.version.value()) + "->v" +
                      std::to_string(done.new_version.value());
-  for (const char* key : {"loss/policy", "loss/rft", "loss/value", "reward/mean",
-                          "explained_variance", "entropy", "episodes/trained", "episodes/refused",
-                          "publish/engines_ok", "publish/engines_failed", "step/seconds"}) {
+  for (const char* key :
+       {"loss/policy", "loss/rft", "loss/value", "reward/mean", "explained_variance", "entropy",
+        "approx_kl", "clip_fraction", "grad_norm/actor", "advantage/ungrouped", "episodes/trained",
+        "episodes/refused", "publish/engines_ok", "publish/engines_failed", "step/seconds"}) {
     const auto it = done.metrics.find(key);
     if (it == done.metrics.end()) continue;
     char buf[64];
@@ -637,6 +640,10 @@ int main(int argc, char** argv) {
     sub->add_option("--skip-uniform-reward-batches", a.skip_uniform_reward_batches,
                     "true: a batch whose every episode has the same reward trains the critic only");
     sub->add_option("--temperature", a.temperature, "the behaviour policy's sampling temperature");
+    sub->add_option("--advantage", a.advantage,
+                    "PPO advantages: critic (GAE over the critic's values, whitened) or group "
+                    "(reward minus the mean of the other episodes of the same task in the batch)")
+        ->check(CLI::IsMember({"critic", "group"}));
     sub->add_option("--clip-low", a.clip_low, "PPO clip below 1");
     sub->add_option("--clip-high", a.clip_high, "PPO clip above 1");
     sub->add_option("--gamma", a.gamma, "GAE discount");

@@ -403,6 +403,23 @@ TEST(Gae, AllMaskZeroGivesZeros) {
   EXPECT_TRUE(none.advantages.empty());
 }
 
+// Leave-one-out: each episode against the mean of the others of its task; a task every episode
+// of which has the same reward gives 0 to all; one alone with its task gets 0 and is counted.
+TEST(GroupAdvantages, LeaveOneOutWithinEachTask) {
+  const GroupAdvantages g =
+      leave_one_out_advantages({"a", "b", "a", "c", "a", "b"}, {3.0, -1.0, 1.0, 2.0, -1.0, -1.0});
+  ASSERT_EQ(g.advantages.size(), 6u);
+  EXPECT_DOUBLE_EQ(g.advantages[0], 3.0 - (1.0 - 1.0) / 2);   // 3
+  EXPECT_DOUBLE_EQ(g.advantages[2], 1.0 - (3.0 - 1.0) / 2);   // 0
+  EXPECT_DOUBLE_EQ(g.advantages[4], -1.0 - (3.0 + 1.0) / 2);  // -3
+  EXPECT_DOUBLE_EQ(g.advantages[1], 0.0);                     // b: both -1
+  EXPECT_DOUBLE_EQ(g.advantages[5], 0.0);
+  EXPECT_DOUBLE_EQ(g.advantages[3], 0.0);  // c: alone
+  EXPECT_EQ(g.alone, (std::vector<bool>{false, false, false, true, false, false}));
+  EXPECT_EQ(g.alone_count(), 1u);
+  EXPECT_TRUE(leave_one_out_advantages({}, {}).advantages.empty());
+}
+
 TEST(Whitening, MomentsCombineAcrossRanksAndWhitenedAdvantagesHaveMeanZeroStdOne) {
   const unsigned seed = testing::test_seed(99);
   std::mt19937 rng(seed);

@@ -21,6 +21,7 @@ struct LearnerOptions {
   std::int64_t agentic_steps = 200;
   double actor_lr = 3e-6;
   double critic_lr = 6e-6;
+  std::int64_t lr_warmup_steps = 0;
   double clip_low = 0.2;
   double clip_high = 0.28;
   double gamma = 1.0;
@@ -28,6 +29,8 @@ struct LearnerOptions {
   std::int64_t batch_episodes = 64;
   std::int64_t staleness = 1;
   std::int64_t ppo_epochs = 1;
+  std::string advantage = "critic";
+  std::int64_t group_size = 1;
   bool skip_uniform_reward_batches = true;
   std::int64_t micro_batch_tokens = 32'768;
   std::int64_t checkpoint_every_steps = 20;
@@ -60,6 +63,12 @@ struct LearnerOptions {
       agentic_steps);
     v({.key = "actor_lr", .doc = "Actor learning rate (AdamW).", .min = 0.0}, actor_lr);
     v({.key = "critic_lr", .doc = "Critic learning rate (AdamW).", .min = 0.0}, critic_lr);
+    v({.key = "lr_warmup_steps",
+       .unit = "steps",
+       .doc = "Both learning rates rise linearly from 0 over this many optimizer steps (Adam's "
+              "first steps are otherwise full-size whatever the gradient's scale); 0: none.",
+       .min = 0},
+      lr_warmup_steps);
     v({.key = "clip_low", .doc = "PPO ratio clip below 1 (1 - clip_low).", .min = 0.0, .max = 1.0},
       clip_low);
     v({.key = "clip_high",
@@ -79,6 +88,23 @@ struct LearnerOptions {
       staleness);
     v({.key = "ppo_epochs", .unit = "epochs", .doc = "Passes over each batch.", .min = 1},
       ppo_epochs);
+    v({.key = "advantage",
+       .doc = "What an episode's tokens are credited with in PPO. 'critic': GAE over the critic's "
+              "values, whitened over the batch (CUDA Agent's recipe). 'group': the episode's "
+              "reward minus the mean reward of the other episodes of the same task in the batch "
+              "(leave-one-out; group_size episodes of each task are sampled in a row), so a task "
+              "every sample fails or passes alike teaches nothing, and an episode with no other "
+              "of its task in the batch gets 0; the critic, if any, still trains and reports its "
+              "explained variance.",
+       .choices = {"critic", "group"}},
+      advantage);
+    v({.key = "group_size",
+       .unit = "episodes",
+       .doc = "Episodes of each task the coordinator starts in a row (the group that "
+              "advantage = 'group' compares); at least 2 with advantage = 'group'.",
+       .min = 1,
+       .max = 1024},
+      group_size);
     v({.key = "skip_uniform_reward_batches",
        .doc = "A PPO batch whose every episode has the same reward carries no signal for the "
               "actor (its advantages are the critic's errors, whitened to unit size): train only "

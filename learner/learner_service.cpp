@@ -150,6 +150,7 @@ std::map<std::string, double> ppo_metrics(const StepMetrics& m) {
                                     {"staleness/mean", m.mean_staleness},
                                     {"tokens_per_s", m.tokens_per_s},
                                     {"actor/skipped", m.actor_skipped ? 1.0 : 0.0}};
+  if (m.ungrouped > 0) out["advantage/ungrouped"] = double(m.ungrouped);
   put_common(out, m);
   return out;
 }

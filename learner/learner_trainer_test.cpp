@@ -54,6 +54,16 @@ double answer_logprob(const Transformer& m, const TrainSequence& s) {
   return total;
 }
 
+// On-policy: the behaviour log-probs of a sequence whose answer starts at token 3 become the
+// current policy's.
+void refresh_behaviour(const Transformer& m, TrainSequence& seq) {
+  at::NoGradGuard ng;
+  at::Tensor ids = at::tensor(seq.ids, at::kLong).view({1, -1});
+  at::Tensor logp = at::log_softmax(m.forward(ids).to(at::kFloat), -1)[0];
+  for (std::size_t k = 3; k < seq.ids.size(); ++k)
+    seq.behaviour_logprobs[k] = logp[std::int64_t(k) - 1][seq.ids[k]].item<float>();
+}
+
 Critic critic_of(const Transformer& actor_like) {
   return Critic{Transformer::random(actor_like.config(), 99),
                 ValueHead::zeros(actor_like.config().hidden_size, at::kFloat)};
@@ -141,16 +151,8 @@ TEST(Trainer, PpoMovesProbabilityTowardTheRewardedAnswer) {
   const double good0 = answer_logprob((*t)->actor(), good);
   const double bad0 = answer_logprob((*t)->actor(), bad);
   for (int s = 0; s < 10; ++s) {
-    // On-policy: behaviour log-probs are the current policy's.
-    auto refresh = [&](TrainSequence& seq) {
-      at::NoGradGuard ng;
-      at::Tensor ids = at::tensor(seq.ids, at::kLong).view({1, -1});
-      at::Tensor logp = at::log_softmax((*t)->actor().forward(ids).to(at::kFloat), -1)[0];
-      for (std::size_t k = 3; k < seq.ids.size(); ++k)
-        seq.behaviour_logprobs[k] = logp[std::int64_t(k) - 1][seq.ids[k]].item<float>();
-    };
-    refresh(good);
-    refresh(bad);
+    refresh_behaviour((*t)->actor(), good);
+    refresh_behaviour((*t)->actor(), bad);
     auto m = (*t)->ppo_step({good, bad});
     ASSERT_TRUE(m) << m.error().to_string();
     EXPECT_LE(m->importance_capped, 0.0);
@@ -202,6 +204,55 @@ TEST(Trainer, ABatchWhoseRewardsAreAllTheSameTrainsTheCriticOnly) {
   auto m = (*t)->ppo_step(batch);
   ASSERT_TRUE(m) << m.error().to_string();
   EXPECT_FALSE(m->actor_skipped);
+}
+
+// Group advantages: episodes are compared only with the others of their task. Tasks whose
+// episodes all got the same reward, and an episode alone with its task, give the actor nothing,
+// so it is left as it is; a task with a better and a worse episode moves it toward the better.
+TEST(Trainer, GroupAdvantagesCompareEpisodesOfOneTask) {
+  TrainerOptions o;
+  o.actor_optimizer = {.lr = 1e-3};
+  o.critic_optimizer = {.lr = 1e-3};
+  o.group_advantages = true;
+  auto of_task = [](TrainSequence s, const std::string& task) {
+    s.task = TaskId{task};
+    return s;
+  };
+  std::vector<TrainSequence> uniform = {of_task(sequence("a0", {1, 2}, {3, 4}, -1.0), "a"),
+                                        of_task(sequence("a1", {1, 2}, {5, 6}, -1.0), "a"),
+                                        of_task(sequence("b0", {1, 7}, {8, 9}, 3.0), "b"),
+                                        of_task(sequence("b1", {1, 7}, {8, 10}, 3.0), "b"),
+                                        of_task(sequence("c0", {1, 11}, {12}, 1.0), "c")};
+  {
+    Transformer actor = Transformer::random(config(), 6);
+    Critic c = critic_of(actor);
+    auto t = Trainer::create(std::move(actor), std::move(c), o, nullptr);
+    ASSERT_TRUE(t);
+    auto m = (*t)->ppo_step(uniform);
+    ASSERT_TRUE(m) << m.error().to_string();
+    EXPECT_TRUE(m->actor_skipped) << "the rewards differ across tasks only";
+    EXPECT_EQ(m->ungrouped, 1u);
+    EXPECT_EQ(max_param_diff((*t)->actor(), Transformer::random(config(), 6)), 0.0);
+    EXPECT_GT((*t)->critic()->head.bias.abs().max().item<double>(), 0.0) << "the critic learns";
+  }
+  auto t = Trainer::create(Transformer::random(config(), 6), std::nullopt, o, nullptr);
+  ASSERT_TRUE(t);
+  const std::vector<std::int64_t> prompt = {1, 2, 3};
+  TrainSequence good = of_task(sequence("good", prompt, {10, 11, 12, 13}, 3.0), "x");
+  TrainSequence bad = of_task(sequence("bad", prompt, {20, 21, 22, 23}, 1.0), "x");
+  const double good0 = answer_logprob((*t)->actor(), good);
+  const double bad0 = answer_logprob((*t)->actor(), bad);
+  for (int s = 0; s < 10; ++s) {
+    refresh_behaviour((*t)->actor(), good);
+    refresh_behaviour((*t)->actor(), bad);
+    auto m = (*t)->ppo_step({good, bad});
+    ASSERT_TRUE(m) << m.error().to_string();
+    EXPECT_FALSE(m->actor_skipped);
+    EXPECT_EQ(m->ungrouped, 0u);
+  }
+  // Both rewards are positive: only their difference within the task pushes the worse one down.
+  EXPECT_GT(answer_logprob((*t)->actor(), good), good0 + 1.0);
+  EXPECT_LT(answer_logprob((*t)->actor(), bad), bad0);
 }
 
 TEST(Trainer, ValuePretrainingExplainsTheReward) {

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <utility>
 
 #include "learner/checkpoint.h"
@@ -124,7 +125,8 @@ nlohmann::json StepMetrics::to_json() const {
           {"mean_staleness", mean_staleness},
           {"seconds", seconds},
           {"tokens_per_s", tokens_per_s},
-          {"actor_skipped", actor_skipped}};
+          {"actor_skipped", actor_skipped},
+          {"ungrouped", ungrouped}};
 }
 
 struct Trainer::Impl {
@@ -469,8 +471,31 @@ Expected<StepMetrics> Trainer::ppo_step(const std::vector<TrainSequence>& batch)
     }
     // Every reward the same: no signal for the actor (TrainerOptions::skip_uniform_reward_batches),
     // so its advantages are not needed either (the critic trains on the returns).
-    const bool actor_skipped = I.opt.skip_uniform_reward_batches && tot.uniform_reward();
-    if (!actor_skipped) RETURN_IF_ERROR(I.whiten_global(adv));
+    bool actor_skipped = I.opt.skip_uniform_reward_batches && tot.uniform_reward();
+    std::uint64_t ungrouped = 0;
+    if (I.opt.group_advantages) {
+      // From the global batch, which every rank holds: the same figures on every rank.
+      std::vector<std::string> tasks;
+      std::vector<double> rewards;
+      for (const TrainSequence& s : batch) {
+        tasks.push_back(s.task.value());
+        rewards.push_back(s.reward);
+      }
+      const GroupAdvantages g = leave_one_out_advantages(tasks, rewards);
+      ungrouped = g.alone_count();
+      std::map<std::string, double> by_episode;
+      bool any = false;
+      for (std::size_t i = 0; i < batch.size(); ++i) {
+        by_episode[batch[i].episode.value()] = g.advantages[i];
+        any = any || g.advantages[i] != 0;
+      }
+      for (std::size_t i = 0; i < l.seqs.size(); ++i)
+        std::fill(adv[i].begin(), adv[i].end(), float(by_episode[l.seqs[i]->episode.value()]));
+      // All 0: the actor's gradient is 0, and an optimizer step would still move it (momentum).
+      actor_skipped = !any;
+    } else if (!actor_skipped) {
+      RETURN_IF_ERROR(I.whiten_global(adv));
+    }
     // 4. Epochs.
     std::vector<double> stats(6, 0.0);
     OptimizerStepStats actor_stats;
@@ -526,6 +551,7 @@ Expected<StepMetrics> Trainer::ppo_step(const std::vector<TrainSequence>& batch)
     m.grad_norm = actor_stats.grad_norm;
     m.explained_variance = ev;
     m.actor_skipped = actor_skipped;
+    m.ungrouped = ungrouped;
     return m;
   } catch (const std::exception& e) {
     return torch_error("learner: ppo step", e);

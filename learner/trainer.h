@@ -76,6 +76,12 @@ struct TrainerOptions {
   /// to 0.67 in three steps). Such a batch trains the critic only and leaves the actor as it is
   /// (StepMetrics::actor_skipped). false: update the actor anyway.
   bool skip_uniform_reward_batches = true;
+  /// PPO's actor advantages ([learner] advantage = "group"): an episode's reward minus the mean
+  /// reward of the other episodes of its task in the global batch (leave-one-out), the same for
+  /// every one of its model tokens, not whitened; 0 for an episode alone with its task in the
+  /// batch (StepMetrics::ungrouped). A batch whose advantages are all 0 leaves the actor as it is.
+  /// The critic, if any, still trains on GAE returns. false: GAE over the critic's values.
+  bool group_advantages = false;
   AdamWOptions actor_optimizer;
   AdamWOptions critic_optimizer;
   /// Shard the optimizer state (master weights, moments) across the group's ranks.
@@ -89,7 +95,8 @@ struct TrainerOptions {
 
 /// What a step's line says when it left the actor as it was (StepMetrics::actor_skipped).
 inline constexpr const char* kActorSkippedNote =
-    " (actor not updated: every episode of the batch had the same reward)";
+    " (actor not updated: every episode of the batch had the same reward, or with group "
+    "advantages the same as the others of its task)";
 
 /// What one step did, summed over the group (every rank reports the same figures).
 struct StepMetrics {
@@ -113,6 +120,7 @@ struct StepMetrics {
   /// ppo: every sequence had the same reward, so only the critic was trained
   /// (TrainerOptions::skip_uniform_reward_batches); line() then ends with kActorSkippedNote.
   bool actor_skipped = false;
+  std::uint64_t ungrouped = 0;  ///< ppo with group advantages: sequences alone with their task
   /// One line: "step 12 ppo loss=... entropy=... clip=... gnorm=... tok/s=... ev=...".
   std::string line() const;
   nlohmann::json to_json() const;

@@ -337,6 +337,7 @@ Episode EpisodeRunner::run() {
   } else {
     if (finished) episode_.status = EpisodeStatus::kCompleted;
     std::string report;
+    const auto final_t0 = Clock::now();
     const EvaluationOutcome outcome = final_evaluation(&report);
     if (const std::string note = spec_.tools->reward_note(); !note.empty())
       report = note + "\n" + report;
@@ -344,6 +345,7 @@ Episode EpisodeRunner::run() {
     episode_.final_reward = outcome.reward_tier;
     Turn final_turn{.role = TurnRole::kTool, .policy_version = spec_.policy_version};
     final_turn.tool_results.push_back({"final_evaluation", report, !outcome.correct});
+    final_turn.wall_ms = ms_since(final_t0);
     episode_.turns.push_back(std::move(final_turn));
   }
   episode_.ended_unix_ms = now_unix_ms();

@@ -7,8 +7,10 @@
 // final workspace, -1 for one the source policy refuses, and what was measured in every report.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "compile_farm/farm.h"
 #include "core/log.h"
@@ -28,10 +30,13 @@ using namespace episode_test;  // NOLINT(google-build-using-namespace): the shar
 // model_new.py calls; records every call.
 struct ScriptedBench {
   std::vector<std::pair<BenchMode, bool>> calls;
+  // How long a final evaluation (the one that re-measures the baselines) takes.
+  std::chrono::milliseconds final_delay{0};
   FarmEvaluationTools::Evaluator evaluator() {
     return [this](BenchRequest request) -> Expected<EvaluationOutcome> {
       const BenchMode mode = request.mode;
       calls.emplace_back(mode, request.options.remeasure_baselines);
+      if (request.options.remeasure_baselines) std::this_thread::sleep_for(final_delay);
       EXPECT_TRUE(request.payload);
       if (!request.payload) return EvaluationOutcome{"no payload", false, -1, 0};
       const BenchPayload& p = *request.payload;
@@ -85,11 +90,13 @@ TEST_F(EpisodeTest, WriteCompileFailFixVerifyBenchmarkFinish) {
   auto policy = ReplayPolicy::parse(transcript(), "transcript");
   ASSERT_TRUE(policy) << policy.error().to_string();
   ScriptedBench bench;
+  bench.final_delay = std::chrono::milliseconds(40);
   FarmEvaluationTools tools(*client_, {}, bench.evaluator());
   Episode e = run_episode(spec(policy->get(), &tools));
 
   EXPECT_EQ(e.status, EpisodeStatus::kCompleted);
   EXPECT_EQ(e.final_reward, 3) << "the final evaluation decides the reward";
+  EXPECT_GE(e.turns.back().wall_ms, 40u) << "the final evaluation's turn carries its time";
   EXPECT_EQ(e.counters.turns, 7u);
   EXPECT_EQ(e.counters.invalid_tool_calls, 1u) << "the benchmark call with broken arguments";
   EXPECT_EQ(e.counters.wasted_loops, 0u);
