@@ -238,6 +238,28 @@ TEST(TrainE2E, CorpusRunWarmsUpOnItsCorpusAndTrainsOnItsTasks) {
                              })
                   .is_ok());
   EXPECT_GE(episodes, 12u);
+  // examples/demo-cpu.toml's group advantages: the sampler starts each task twice in a row, so
+  // episodes 2k and 2k + 1 (ids "<run>/ep<seq>") work on the same task.
+  std::map<std::string, std::string> task_of;
+  ASSERT_TRUE((*store)
+                  ->scan_run(RunId{"demo-cpu"},
+                             [&](const EpisodeSummary& e) {
+                               task_of[e.episode_id.value()] = e.task_id.value();
+                               return true;
+                             })
+                  .is_ok());
+  std::size_t pairs = 0;
+  for (const auto& [id, task] : task_of) {
+    const std::uint64_t seq = std::stoull(id.substr(id.rfind("ep") + 2));
+    if (seq % 2 != 0) continue;
+    char partner[32];
+    std::snprintf(partner, sizeof partner, "demo-cpu/ep%08llu", (unsigned long long)(seq + 1));
+    if (auto it = task_of.find(partner); it != task_of.end()) {
+      EXPECT_EQ(it->second, task) << id << " and " << partner;
+      ++pairs;
+    }
+  }
+  EXPECT_GE(pairs, 4u);
   store->reset();
 
   // Again: the run is finished and nothing of the set-up is redone.
