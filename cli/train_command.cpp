@@ -28,6 +28,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -576,6 +577,7 @@ int run_train(const TrainArgs& a, StopSignals& signals) {
   const RunId run{m.run.name};
   const Clock::time_point started = Clock::now();
   std::uint64_t shown_step = ~0ull;
+  std::optional<std::uint64_t> first_step;  // the run's step when this invocation first saw it
   std::size_t shown_versions = 0;
   std::uint64_t shown_aborted = 0;
   int exit_code = 0;
@@ -623,6 +625,7 @@ int run_train(const TrainArgs& a, StopSignals& signals) {
     auto p = read_progress(*store, run);
     if (!p || !p->run) continue;
     const std::uint64_t step = p->run->coordinator_state ? p->run->policy_version.value() : 0;
+    if (!first_step) first_step = step;
     if (step != shown_step || p->by_version.size() != shown_versions ||
         p->aborted != shown_aborted) {
       shown_aborted = p->aborted;
@@ -654,8 +657,13 @@ int run_train(const TrainArgs& a, StopSignals& signals) {
   }
   const auto secs = std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - started);
   if (exit_code == 0) {
-    std::printf("run '%s' finished in %lld s; `cuda-agent train status` shows it again%s\n",
-                m.run.name.c_str(), static_cast<long long>(secs.count()),
+    // A resumed run's earlier invocations are not in this figure: say so.
+    const std::string resumed =
+        first_step && *first_step > 0
+            ? " (this invocation, which resumed the run at step " + std::to_string(*first_step) + ")"
+            : "";
+    std::printf("run '%s' finished in %lld s%s; `cuda-agent train status` shows it again%s\n",
+                m.run.name.c_str(), static_cast<long long>(secs.count()), resumed.c_str(),
                 r.compile_only ? " (compile-only reward)" : "");
   }
   std::fflush(stdout);

@@ -24,6 +24,48 @@ import demo_compare  # noqa: E402
 W, H, PAD = 560, 260, 44
 
 
+def stage_times(text):
+    """Per `cuda-agent train` invocation in `text` (one or several calls' output, each starting
+    with its "cuda-agent train: run" line): its set-up steps [(what, seconds)], the first progress
+    line of each stage {stage: seconds from the start of RL}, and its RL seconds (to "finished in",
+    else to its last progress line) with whether it finished the run."""
+    calls = [c for c in re.split(r"(?m)^(?=cuda-agent train: run )", text) if c.strip()]
+    out = []
+    for c in calls:
+        rows = [(w, float(s)) for w, s in re.findall(r"^(.*?)\n  done in ([0-9.]+) s", c, re.M)]
+        stages = {}
+        last = 0
+        for t, stage in re.findall(r"\[\s*(\d+)s\] stage (\S+)", c):
+            stages.setdefault(stage, int(t))
+            last = max(last, int(t))
+        fin = re.search(r"finished in (\d+) s", c)
+        out.append({"setup": rows, "stages": stages, "rl_s": int(fin.group(1)) if fin else last,
+                    "finished": bool(fin)})
+    return out
+
+
+def stage_times_html(text):
+    calls = stage_times(text)
+    parts = ["<h2>Stage times</h2><table border=1 cellpadding=3>"
+             "<tr><th>call</th><th>step</th><th>seconds</th></tr>"]
+    total = 0.0
+    for i, c in enumerate(calls, 1):
+        for what, secs in c["setup"]:
+            parts.append("<tr><td>%d</td><td>%s</td><td>%.1f</td></tr>" % (i, html.escape(what), secs))
+            total += secs
+        for stage, t in sorted(c["stages"].items(), key=lambda kv: kv[1]):
+            parts.append("<tr><td>%d</td><td>first progress line of stage %s (from this call's "
+                         "start of RL)</td><td>%d</td></tr>" % (i, html.escape(stage), t))
+        parts.append("<tr><td>%d</td><td>RL in this call (%s)</td><td>%d</td></tr>"
+                     % (i, "the run finished" if c["finished"] else "stopped, to its last progress line",
+                        c["rl_s"]))
+        total += c["rl_s"]
+    parts.append("</table><p>Training over %d call(s): <b>%.0f s</b> of set-up steps and RL "
+                 "(starting the roles and the time between calls not counted).</p>"
+                 % (len(calls), total))
+    return "\n".join(parts)
+
+
 def svg_line(points, title, xlabel, ylabel, ymin=None, ymax=None):
     if not points:
         return "<p>(no data for %s)</p>" % html.escape(title)
@@ -132,20 +174,7 @@ def main():
         parts.append("<p>(no train status given)</p>")
 
     if a.train_log and os.path.exists(a.train_log):
-        text = open(a.train_log, errors="replace").read()
-        rows = re.findall(r"^(.*?)\n  done in ([0-9.]+) s", text, re.M)
-        stages = {}
-        for t, stage in re.findall(r"\[\s*(\d+)s\] stage (\S+)", text):
-            stages.setdefault(stage, int(t))
-        fin = re.search(r"finished in (\d+) s", text)
-        parts.append("<h2>Stage times</h2><table border=1 cellpadding=3><tr><th>step</th><th>seconds</th></tr>")
-        for what, secs in rows:
-            parts.append("<tr><td>%s</td><td>%s</td></tr>" % (html.escape(what), secs))
-        for stage, t in sorted(stages.items(), key=lambda kv: kv[1]):
-            parts.append("<tr><td>first progress line of stage %s (from the start of RL)</td>"
-                         "<td>%d</td></tr>" % (html.escape(stage), t))
-        parts.append("<tr><td>RL run finished</td><td>%s</td></tr></table>" %
-                     (fin.group(1) if fin else "not finished"))
+        parts.append(stage_times_html(open(a.train_log, errors="replace").read()))
 
     if a.manifest and os.path.exists(a.manifest):
         parts.append("<p>%s</p>" % html.escape(baselines_text(a.manifest)))
