@@ -658,10 +658,10 @@ int run_train(const TrainArgs& a, StopSignals& signals) {
   const auto secs = std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - started);
   if (exit_code == 0) {
     // A resumed run's earlier invocations are not in this figure: say so.
-    const std::string resumed =
-        first_step && *first_step > 0
-            ? " (this invocation, which resumed the run at step " + std::to_string(*first_step) + ")"
-            : "";
+    const std::string resumed = first_step && *first_step > 0
+                                    ? " (this invocation, which resumed the run at step " +
+                                          std::to_string(*first_step) + ")"
+                                    : "";
     std::printf("run '%s' finished in %lld s%s; `cuda-agent train status` shows it again%s\n",
                 m.run.name.c_str(), static_cast<long long>(secs.count()), resumed.c_str(),
                 r.compile_only ? " (compile-only reward)" : "");
