@@ -7,6 +7,12 @@ an integer parameter takes a Python int; a floating parameter a Python int or fl
 cudaStream_t is not passed by the caller and is filled with the current stream. Contiguity is not
 checked: the layout is the agent's responsibility. After the call the launch error (if any) is
 read with cudaGetLastError and raised as a LaunchError naming the launcher.
+
+A launcher call sits inside every candidate forward, so it is kept cheap (issue 28): the
+parameters are sorted by kind once, a call makes each test once and builds no message (a refused
+call is explained on the slow path, `_refuse`, with the messages it always had), and the current
+stream is read as a raw handle (torch._C._cuda_getCurrentRawStream) instead of through a new
+torch.cuda.Stream object per call. scripts/gpu/timing_agreement.py measures what is left.
 """
 
 import ctypes
@@ -99,6 +105,18 @@ def pointee_dtype(c_type):
     return POINTEE_DTYPES[base]
 
 
+def _raw_stream_reader():
+    """device index -> the current stream's cudaStream_t as an int."""
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return raw
+    return lambda index: torch.cuda.current_stream(index).cuda_stream
+
+
+_TENSOR = torch.Tensor
+_PARAMETER = torch.nn.Parameter
+
+
 class Launcher:
     """One extern "C" launcher; calling it checks the arguments and launches."""
 
@@ -108,19 +126,24 @@ class Launcher:
         self._device_index = device_index
         self._cudart = cudart
         self._args = []  # (param name, kind, c_type, dtype or ctype)
+        self._pointers = []  # (position, dtype or None)
+        self._integers = []  # positions
+        self._floats = []  # positions
         argtypes = []
         for i, p in enumerate(params):
             pname = p.get("name") or ("arg%d" % i)
             kind = p["kind"]
             c_type = p["c_type"]
             if kind == "pointer":
-                self._args.append((pname, kind, c_type, pointee_dtype(c_type)))
+                self._pointers.append((i, pointee_dtype(c_type)))
+                self._args.append((pname, kind, c_type, self._pointers[-1][1]))
                 argtypes.append(ctypes.c_void_p)
             elif kind == "integer":
                 ct = INTEGER_CTYPES.get(_squash(c_type))
                 if ct is None:
                     raise LaunchError("%s: unsupported integer type '%s' of '%s'"
                                       % (name, c_type, pname))
+                self._integers.append(i)
                 self._args.append((pname, kind, c_type, ct))
                 argtypes.append(ct)
             elif kind == "floating":
@@ -128,6 +151,7 @@ class Launcher:
                 if ct is None:
                     raise LaunchError("%s: unsupported floating type '%s' of '%s'"
                                       % (name, c_type, pname))
+                self._floats.append(i)
                 self._args.append((pname, kind, c_type, ct))
                 argtypes.append(ct)
             elif kind == "stream":
@@ -136,7 +160,9 @@ class Launcher:
                 argtypes.append(ctypes.c_void_p)
             else:
                 raise LaunchError("%s: parameter '%s' of unknown kind '%s'" % (name, pname, kind))
+        self._arity = len(self._args)
         self._has_stream = bool(params) and params[-1]["kind"] == "stream"
+        self._stream = _raw_stream_reader()
         function.argtypes = argtypes
         function.restype = None
 
@@ -144,16 +170,47 @@ class Launcher:
         return "%s(%s)" % (self.name, ", ".join("%s %s" % (a[2], a[0]) for a in self._args))
 
     def __call__(self, *args, **kwargs):
+        if kwargs or len(args) != self._arity:
+            self._refuse(args, kwargs)
+        values = list(args)
+        index = self._device_index
+        for i, want in self._pointers:
+            t = args[i]
+            cls = type(t)
+            if ((cls is not _TENSOR and cls is not _PARAMETER)
+                    or (want is not None and t.dtype != want)
+                    or not t.is_cuda or t.get_device() != index):
+                self._refuse(args, kwargs)
+            values[i] = t.data_ptr()
+        for i in self._integers:
+            if not isinstance(args[i], int):
+                self._refuse(args, kwargs)
+        for i in self._floats:
+            v = args[i]
+            if not isinstance(v, (int, float)) or isinstance(v, bool):
+                self._refuse(args, kwargs)
+            values[i] = float(v)
+        if self._has_stream:
+            values.append(self._stream(index))
+        _LAUNCHES[0] += 1
+        self._function(*values)
+        rc = self._cudart.cudaGetLastError()
+        if rc != 0:
+            msg = self._cudart.cudaGetErrorString(rc)
+            raise LaunchError("%s: launch failed: %s (cudaError %d)"
+                              % (self.name, msg.decode() if msg else "?", rc))
+
+    def _refuse(self, args, kwargs):
+        """Raises the LaunchError that says what is wrong with this call (the slow path)."""
         if kwargs:
             raise LaunchError("%s: keyword arguments are not supported (%s)"
                               % (self.name, ", ".join(kwargs)))
         if len(args) != len(self._args):
             raise LaunchError("%s takes %d arguments (%s), got %d"
                               % (self.name, len(self._args), self.signature(), len(args)))
-        values = []
         for (pname, kind, c_type, want), value in zip(self._args, args):
             if kind == "pointer":
-                if type(value) is not torch.Tensor and type(value) is not torch.nn.Parameter:
+                if type(value) is not _TENSOR and type(value) is not _PARAMETER:
                     raise LaunchError("%s: parameter '%s' (%s) takes a CUDA tensor, got %s"
                                       % (self.name, pname, c_type, type(value).__name__))
                 if want is not None and value.dtype != want:
@@ -164,26 +221,14 @@ class Launcher:
                     raise LaunchError("%s: parameter '%s' (%s) takes a tensor on cuda:%d, got %s"
                                       % (self.name, pname, c_type, self._device_index,
                                          value.device))
-                values.append(value.data_ptr())
             elif kind == "integer":
                 if not isinstance(value, int):
                     raise LaunchError("%s: parameter '%s' (%s) takes a Python int, got %s"
                                       % (self.name, pname, c_type, type(value).__name__))
-                values.append(value)
-            else:
-                if not isinstance(value, (int, float)) or isinstance(value, bool):
-                    raise LaunchError("%s: parameter '%s' (%s) takes a Python float, got %s"
-                                      % (self.name, pname, c_type, type(value).__name__))
-                values.append(float(value))
-        if self._has_stream:
-            values.append(torch.cuda.current_stream().cuda_stream)
-        _LAUNCHES[0] += 1
-        self._function(*values)
-        rc = self._cudart.cudaGetLastError()
-        if rc != 0:
-            msg = self._cudart.cudaGetErrorString(rc)
-            raise LaunchError("%s: launch failed: %s (cudaError %d)"
-                              % (self.name, msg.decode() if msg else "?", rc))
+            elif not isinstance(value, (int, float)) or isinstance(value, bool):
+                raise LaunchError("%s: parameter '%s' (%s) takes a Python float, got %s"
+                                  % (self.name, pname, c_type, type(value).__name__))
+        raise LaunchError("%s: arguments refused" % self.name)  # the fast path and this disagree
 
 
 def build_module(library_path, prototypes, device_index, cudart):

@@ -1,13 +1,15 @@
 """Benchmark mode: candidate, eager Model and torch.compile(Model) timed in interleaved rounds
 (DESIGN.md section 5; the method is written up in docs/formats/harness.md).
 
-One trial: flush L2 (write 4x its size), reset persisting L2, device-wide synchronise, then
-[host clock t0, event start, forward, event end, device-wide synchronise, host clock t1]. The
-trial's time is max(event time, wall time - idle overhead), where the idle overhead is the median
-wall time of the same bracket around no work. Events measure work on the current stream
-precisely; the wall clock, closed by a device-wide synchronise, also counts work the events cannot
-see (side streams, other threads' launches) and host-bound contenders; subtracting the idle
-bracket keeps the two on one scale. Both raw numbers are kept per trial.
+One trial is one bracket of trial_timer.py: persisting L2 off, device-wide synchronise, then
+[host clock t0, event pre, L2 flush (write 4x its size), event start, forward, event end,
+device-wide synchronise, host clock t1]. The forward's launches queue behind the flush, so the
+event time is its GPU time and the host's time to its first launch is not counted, whichever
+contender it is. The trial's time is max(event time, wall - cover - idle overhead): the cover is
+the flush's own GPU time (pre..start) in that trial, the idle overhead the median of wall - cover
+in brackets around no forward (30 before the trials and one per round). The wall clock, closed by
+a device-wide synchronise, also counts work the events cannot see (side streams, other threads'
+launches) and host-bound contenders. The raw numbers [event, wall, cover] are kept per trial.
 
 Each contender cycles through `input_sets` pre-made input sets; between rounds every set's
 contents are regenerated in place (same addresses, new values), outside any timed region. A random
@@ -24,6 +26,7 @@ import torch
 
 import compare
 import evaluate
+import trial_timer
 
 
 def _median(xs):
@@ -40,31 +43,42 @@ def _spread(xs):
             "cv": statistics.pstdev(xs) / mean if mean > 0 else 0.0}
 
 
-class Timer:
+class TorchEvent:
+    """A timing event on the current stream (trial_timer's event interface)."""
+
+    def __init__(self):
+        self._event = torch.cuda.Event(enable_timing=True)
+
+    def record(self):
+        self._event.record()
+
+    def elapsed_us(self, later):
+        return self._event.elapsed_time(later._event) * 1000.0
+
+
+class TorchGpu(trial_timer.GpuInterface):
+    """trial_timer's GPU: the harness's device, torch's events and synchronise."""
+
     def __init__(self, dev):
         self.dev = dev
-        self.start = torch.cuda.Event(enable_timing=True)
-        self.end = torch.cuda.Event(enable_timing=True)
-        self.idle_us = 0.0
 
-    def bracket(self, fn, inputs):
-        self.dev.flush_l2()
+    def prepare(self):
         self.dev.disable_persisting_l2()
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        self.start.record()
-        out = fn(inputs)
-        self.end.record()
-        torch.cuda.synchronize()
-        t1 = time.perf_counter()
-        return out, self.start.elapsed_time(self.end) * 1000.0, (t1 - t0) * 1e6
 
-    def calibrate(self, n=30):
-        walls = [self.bracket(lambda _: None, None)[2] for _ in range(n)]
-        self.idle_us = _median(walls)
+    def sync(self):
+        torch.cuda.synchronize()
 
-    def trial_us(self, event_us, wall_us):
-        return max(event_us, wall_us - self.idle_us)
+    def cover(self):
+        self.dev.flush_l2()
+
+    def event(self):
+        return TorchEvent()
+
+    def clock(self):
+        return time.perf_counter()
+
+
+IDLE_CALIBRATION_BRACKETS = 30
 
 
 def benchmark(s, dev, rng):
@@ -113,7 +127,7 @@ def benchmark(s, dev, rng):
             compiled_error = "%s: %s" % (type(e).__name__, str(e)[:500])
             res["notes"].append("torch.compile baseline unavailable: " + compiled_error)
 
-    timer = Timer(dev)
+    timer = trial_timer.Timer(TorchGpu(dev))
     for name, fn in contenders:  # warm-up, untimed
         for w in range(int(opts["warmup_trials"])):
             try:
@@ -124,15 +138,14 @@ def benchmark(s, dev, rng):
                                    % (w, type(e).__name__, e))
                 raise
         torch.cuda.synchronize()
-    timer.calibrate()
+    timer.sample_idle(IDLE_CALIBRATION_BRACKETS)
     res["breakdown_s"]["baselines"] = time.perf_counter() - t_base
 
     t_trials = time.perf_counter()
     timed = int(opts["timed_trials"])
     n_checked = min(timed, int(math.ceil(timed * float(opts["checked_trial_fraction"]))))
     checked = set(rng.sample(range(timed), n_checked))
-    times = {name: [] for name, _ in contenders}
-    raw = {name: [] for name, _ in contenders}
+    raw = {name: [] for name, _ in contenders}  # [event, wall, cover] us per trial
     trial = 0
     rounds = 0
     ok = True
@@ -143,7 +156,7 @@ def benchmark(s, dev, rng):
                 break
             for name, fn in order:
                 try:
-                    out, ev, wall = timer.bracket(fn, sets[j])
+                    t = timer.bracket(fn, sets[j])
                 except BaseException as e:  # noqa: BLE001
                     if name != "candidate":
                         raise
@@ -152,13 +165,13 @@ def benchmark(s, dev, rng):
                     ok = s.check("timing.run", False, "timed trial %d: %s: %s"
                                  % (trial, type(e).__name__, e))
                     break
-                times[name].append(timer.trial_us(ev, wall))
-                raw[name].append([round(ev, 3), round(wall, 3)])
+                raw[name].append(t.raw())
+                out, t.out = t.out, None
                 if name == "candidate" and trial in checked:
                     ok = check_against_reference(s, out, sets[j], "[trial=%d]" % trial, "timed")
                 if name != "candidate":  # no correct result left behind for the candidate
                     dev.scrub(compare.flatten_outputs(out))
-                del out
+                del out, t
                 if not ok:
                     break
             if not ok:
@@ -175,6 +188,8 @@ def benchmark(s, dev, rng):
                         a.copy_(b)
                 del fresh
             torch.cuda.synchronize()
+        if ok:  # the idle overhead follows the host through the run (one bracket per round)
+            timer.sample_idle()
     res["breakdown_s"]["trials"] = time.perf_counter() - t_trials
     if not ok:
         return False
@@ -190,6 +205,8 @@ def benchmark(s, dev, rng):
     ok = evaluate.verify_one(s, dev, seed, "[recheck,seed=%d]" % seed, False, False,
                              phase_key="recheck")
     res["breakdown_s"]["recheck"] = time.perf_counter() - t_re
+    times = {name: [timer.trial_us(*r) for r in v] for name, v in raw.items()}
+    wall_decided = {name: sum(timer.wall_decided(*r) for r in v) for name, v in raw.items()}
     summary = {name: _spread(v) for name, v in times.items()}
     speedups = {}
     c_med = summary["candidate"]["median"]
@@ -197,8 +214,12 @@ def benchmark(s, dev, rng):
         if name in summary and c_med > 0:
             speedups[name] = summary[name]["median"] / c_med
     res["timing"] = {
-        "method": "max(cuda event, wall - idle bracket) per trial; L2 flushed; device-wide sync",
+        "method": "max(cuda event, wall - cover - idle bracket) per trial; the forward queued "
+                  "behind the L2 flush (its host time to the first launch not counted); "
+                  "device-wide sync",
         "idle_overhead_us": timer.idle_us,
+        "idle_brackets": len(timer.idle_samples),
+        "wall_decided_trials": wall_decided,
         "input_sets": n_sets,
         "rounds": rounds,
         "candidate_us": times["candidate"],
