@@ -1,5 +1,7 @@
 #include "learner/episode_source.h"
 
+#include <algorithm>
+#include <map>
 #include <string>
 #include <utility>
 
@@ -59,6 +61,22 @@ Expected<LoadedSequences> load_sequences(const RunStore& store,
     out.sequences.push_back(std::move(seq).value());
   }
   return out;
+}
+
+std::vector<bool> rft_selection(const std::vector<EpisodeSummary>& batch, bool best_of_task) {
+  std::vector<bool> keep;
+  keep.reserve(batch.size());
+  std::map<std::string, double> best;  // task -> highest reward of its kept episodes
+  for (const EpisodeSummary& s : batch) {
+    keep.push_back(s.final_reward > 0 && s.invalid_tool_calls == 0 && s.wasted_loops == 0);
+    if (!keep.back()) continue;
+    auto [it, fresh] = best.emplace(s.task_id.value(), s.final_reward);
+    if (!fresh) it->second = std::max(it->second, s.final_reward);
+  }
+  if (best_of_task)
+    for (std::size_t i = 0; i < batch.size(); ++i)
+      if (keep[i]) keep[i] = batch[i].final_reward >= best.at(batch[i].task_id.value());
+  return keep;
 }
 
 }  // namespace cuda_agent

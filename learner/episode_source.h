@@ -32,4 +32,11 @@ Expected<LoadedSequences> load_sequences(const RunStore& store,
                                          const std::vector<EpisodeSummary>& picked,
                                          const SequenceLimits& limits);
 
+/// The agent warm-up's RFT selection within one batch (DESIGN.md section 6): an episode is kept
+/// when its reward is positive and it made no invalid tool call and no wasted loop; with
+/// `best_of_task` (group advantages: several episodes of each task in a batch) only when its
+/// reward is also the highest of its task's episodes that qualify, so a +1 serial kernel is not
+/// reinforced beside a +3 fused one of the same task. One flag per episode, in batch order.
+std::vector<bool> rft_selection(const std::vector<EpisodeSummary>& batch, bool best_of_task);
+
 }  // namespace cuda_agent

@@ -403,6 +403,29 @@ TEST(Gae, AllMaskZeroGivesZeros) {
   EXPECT_TRUE(none.advantages.empty());
 }
 
+// RFT within a batch: positive, no invalid tool call, no wasted loop; with best_of_task only the
+// highest reward among each task's qualifying episodes (ties all kept).
+TEST(RftSelection, PositiveCleanAndBestOfTask) {
+  auto ep = [](const std::string& task, double reward, std::uint32_t invalid = 0,
+               std::uint32_t wasted = 0) {
+    EpisodeSummary s;
+    s.task_id = TaskId{task};
+    s.final_reward = reward;
+    s.invalid_tool_calls = invalid;
+    s.wasted_loops = wasted;
+    return s;
+  };
+  const std::vector<EpisodeSummary> batch = {ep("a", 1),       ep("a", 3), ep("a", 3),
+                                             ep("a", -1),      ep("b", 1), ep("b", 2, 1),
+                                             ep("c", 2, 0, 1), ep("d", -1)};
+  EXPECT_EQ(rft_selection(batch, false),
+            (std::vector<bool>{true, true, true, false, true, false, false, false}));
+  // b's +2 made an invalid call: b's best clean episode is its +1.
+  EXPECT_EQ(rft_selection(batch, true),
+            (std::vector<bool>{false, true, true, false, true, false, false, false}));
+  EXPECT_TRUE(rft_selection({}, true).empty());
+}
+
 // Leave-one-out: each episode against the mean of the others of its task; a task every episode
 // of which has the same reward gives 0 to all; one alone with its task gets 0 and is counted.
 TEST(GroupAdvantages, LeaveOneOutWithinEachTask) {

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -125,11 +126,6 @@ std::optional<std::string> post_weights(const std::string& url, const std::strin
   } catch (const std::exception& e) {
     return std::string("client error: ") + e.what();
   }
-}
-
-// RFT's selection for agent warm-up: positive reward, no invalid tool call.
-bool rft_eligible(const EpisodeSummary& s) {
-  return s.final_reward > 0 && s.invalid_tool_calls == 0;
 }
 
 void put_common(std::map<std::string, double>& out, const StepMetrics& m) {
@@ -370,19 +366,20 @@ Expected<StepDone> LearnerService::train_uncached(const TrainStep& step, bool pu
   std::map<std::string, double>& m = done.metrics;
   if (step.stage == EpisodeStage::kAgentWarmup) {
     std::vector<TrainSequence> positive;
-    // load_sequences keeps the picked order, so a sequence's summary is found by its episode id.
-    std::map<std::string, const EpisodeSummary*> by_id;
-    for (const EpisodeSummary& s : picked) by_id[s.episode_id.value()] = &s;
-    for (const TrainSequence& seq : loaded.sequences) {
-      const auto it = by_id.find(seq.episode.value());
-      if (it != by_id.end() && rft_eligible(*it->second)) positive.push_back(seq);
-    }
+    // load_sequences keeps the picked order, so a sequence's selection is found by its episode id.
+    const std::vector<bool> keep = rft_selection(picked, options_.trainer.group_advantages);
+    std::set<std::string> selected;
+    for (std::size_t i = 0; i < picked.size(); ++i)
+      if (keep[i]) selected.insert(picked[i].episode_id.value());
+    for (const TrainSequence& seq : loaded.sequences)
+      if (selected.count(seq.episode.value())) positive.push_back(seq);
     m["rft/sequences"] = double(positive.size());
     m["rft/skipped"] = positive.empty() ? 1.0 : 0.0;
     if (positive.empty()) {
       log_info(
-          "learner: no positive episode without invalid tool calls in this batch; RFT "
-          "skipped, value pretraining only",
+          "learner: no episode of this batch qualifies for RFT (positive, no invalid tool call "
+          "or wasted loop, best of its task with group advantages); RFT skipped, value "
+          "pretraining only",
           {{"step", std::to_string(step.step)}});
     } else {
       ASSIGN_OR_RETURN(StepMetrics sft, trainer_->sft_step(positive));
