@@ -263,11 +263,14 @@ int serve_coordinator(const ServeCoordinatorArgs& a, StopSignals& signals) {
   std::string stages;
   for (const StagePlan& p : o.stages)
     stages += (stages.empty() ? "" : ", ") + to_string(p.stage) + " x" + std::to_string(p.steps);
-  std::printf("coordinator: run %s, %zu tasks, stages %s, batch %llu, staleness %llu; gateway %s%s",
-              o.run.value().c_str(), o.tasks.size(), stages.c_str(),
-              static_cast<unsigned long long>(o.staleness.batch_episodes),
-              static_cast<unsigned long long>(o.staleness.max_staleness),
-              (*gateway)->endpoint().c_str(), go.curve ? " (CURVE)" : "");
+  const std::string groups =
+      o.group_size > 1 ? " (each task " + std::to_string(o.group_size) + " times in a row)" : "";
+  std::printf(
+      "coordinator: run %s, %zu tasks, stages %s, batch %llu%s, staleness %llu; gateway %s%s",
+      o.run.value().c_str(), o.tasks.size(), stages.c_str(),
+      static_cast<unsigned long long>(o.staleness.batch_episodes), groups.c_str(),
+      static_cast<unsigned long long>(o.staleness.max_staleness), (*gateway)->endpoint().c_str(),
+      go.curve ? " (CURVE)" : "");
   if (metrics_port > 0)
     std::printf(", metrics http://0.0.0.0:%lld/metrics", (long long)metrics_port);
   std::printf("\n");
