@@ -40,8 +40,11 @@ def stats(rows):
     correct = sum(bool(r.get("correct")) for r in rows) / n if n else float("nan")
     faster = sum(bool(r.get("correct")) and float(r.get("speedup_vs_eager") or 0) > 1.0
                  for r in rows) / n if n else float("nan")
+    # The share of episodes with a malformed tool call: a policy whose tool-call format breaks
+    # (session 28's RL with the critic's advantages: 1 of 32 -> 9 of 32) shows it here first.
+    invalid = sum(int(r.get("invalid_tool_calls") or 0) > 0 for r in rows) / n if n else float("nan")
     return {"episodes": n, "aborted": aborted, "mean_reward": mean, "correct_rate": correct,
-            "faster_than_eager_rate": faster}
+            "faster_than_eager_rate": faster, "invalid_tool_call_rate": invalid}
 
 
 def compare(base, new):
@@ -75,8 +78,9 @@ def main(argv):
     for name in ("base", "new"):
         s = out[name]
         print("%-4s %3d episodes scored (%d aborted, not scored): mean reward %+.3f, correct %.2f, "
-              "faster than eager %.2f" % (name, s["episodes"], s["aborted"], s["mean_reward"],
-                                          s["correct_rate"], s["faster_than_eager_rate"]))
+              "faster than eager %.2f, with an invalid tool call %.2f" % (
+                  name, s["episodes"], s["aborted"], s["mean_reward"], s["correct_rate"],
+                  s["faster_than_eager_rate"], s["invalid_tool_call_rate"]))
     lo, hi = out["ci95"]
     print("new - base over %d tasks: %+.3f (95%% bootstrap interval over tasks %+.3f .. %+.3f)%s" %
           (out["tasks"], out["mean_reward_difference"], lo, hi,
