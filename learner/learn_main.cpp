@@ -98,6 +98,7 @@ struct LearnArgs {
   bool shard_optimizer = false;
   bool skip_uniform_reward_batches = true;
   std::string advantage = "critic";
+  double kl_coef = 0.0;
   // serve only
   std::string coordinator, id, curve_client_key, curve_server_public_key, checkpoint_dir;
   std::vector<std::string> engines;
@@ -260,6 +261,7 @@ TrainerOptions trainer_options(const LearnArgs& a) {
   to.ppo_epochs = a.epochs;
   to.skip_uniform_reward_batches = a.skip_uniform_reward_batches;
   to.group_advantages = a.advantage == "group";
+  to.ppo.kl_coef = a.kl_coef;
   to.shard_optimizer = a.shard_optimizer;
   to.actor_optimizer = {.lr = a.lr,
                         .weight_decay = a.weight_decay,
@@ -320,6 +322,11 @@ int run_learn(const LearnArgs& a) {
   auto trainer = Trainer::create(std::move(*actor), std::move(critic), to, group->get());
   if (!trainer) return report(trainer.error());
   Trainer& t = **trainer;
+  if (a.mode == "ppo" && a.kl_coef > 0) {  // the KL penalty's reference: --model, frozen
+    auto reference = Transformer::load(a.model, lo);
+    if (!reference) return report(reference.error());
+    if (Status st = t.set_reference(std::move(*reference)); !st) return report(st.error());
+  }
 
   auto restored = t.restore_checkpoint(a.out);
   if (!restored) return report(restored.error());
@@ -430,8 +437,9 @@ std::string step_line(const TrainStep& step, const StepDone& done) {
                      std::to_string(done.new_version.value());
   for (const char* key :
        {"loss/policy", "loss/rft", "loss/value", "reward/mean", "explained_variance", "entropy",
-        "approx_kl", "clip_fraction", "grad_norm/actor", "advantage/ungrouped", "episodes/trained",
-        "episodes/refused", "publish/engines_ok", "publish/engines_failed", "step/seconds"}) {
+        "approx_kl", "kl/reference", "clip_fraction", "grad_norm/actor", "advantage/ungrouped",
+        "episodes/trained", "episodes/refused", "publish/engines_ok", "publish/engines_failed",
+        "step/seconds"}) {
     const auto it = done.metrics.find(key);
     if (it == done.metrics.end()) continue;
     char buf[64];
@@ -644,6 +652,10 @@ int main(int argc, char** argv) {
                     "PPO advantages: critic (GAE over the critic's values, whitened) or group "
                     "(reward minus the mean of the other episodes of the same task in the batch)")
         ->check(CLI::IsMember({"critic", "group"}));
+    sub->add_option("--kl-coef", a.kl_coef,
+                    "PPO: weight of a KL penalty toward --model (loaded a second time, frozen); 0: "
+                    "none")
+        ->check(CLI::NonNegativeNumber);
     sub->add_option("--clip-low", a.clip_low, "PPO clip below 1");
     sub->add_option("--clip-high", a.clip_high, "PPO clip above 1");
     sub->add_option("--gamma", a.gamma, "GAE discount");

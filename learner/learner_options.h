@@ -31,6 +31,7 @@ struct LearnerOptions {
   std::int64_t ppo_epochs = 1;
   std::string advantage = "critic";
   std::int64_t group_size = 1;
+  double kl_coef = 0.0;
   bool skip_uniform_reward_batches = true;
   std::int64_t micro_batch_tokens = 32'768;
   std::int64_t checkpoint_every_steps = 20;
@@ -105,6 +106,12 @@ struct LearnerOptions {
        .min = 1,
        .max = 1024},
       group_size);
+    v({.key = "kl_coef",
+       .doc = "Weight of a per-token KL penalty (k3 estimator) in the PPO loss toward the run's "
+              "initial policy, which the learner then loads a second time (frozen; one more copy "
+              "of the weights in its memory); 0: no penalty, no reference.",
+       .min = 0.0},
+      kl_coef);
     v({.key = "skip_uniform_reward_batches",
        .doc = "A PPO batch whose every episode has the same reward carries no signal for the "
               "actor (its advantages are the critic's errors, whitened to unit size): train only "

@@ -147,6 +147,7 @@ std::map<std::string, double> ppo_metrics(const StepMetrics& m) {
                                     {"tokens_per_s", m.tokens_per_s},
                                     {"actor/skipped", m.actor_skipped ? 1.0 : 0.0}};
   if (m.ungrouped > 0) out["advantage/ungrouped"] = double(m.ungrouped);
+  if (m.kl_penalty) out["kl/reference"] = m.kl_reference;
   put_common(out, m);
   return out;
 }
@@ -215,6 +216,10 @@ Expected<std::unique_ptr<LearnerService>> LearnerService::create(const LearnerSe
   ASSIGN_OR_RETURN(s->store_, RunStore::open(so, StoreMode::kSecondary));
   ASSIGN_OR_RETURN(s->trainer_, Trainer::create(std::move(actor), std::move(critic),
                                                 s->options_.trainer, group));
+  if (s->options_.trainer.ppo.kl_coef > 0) {  // the KL penalty's reference: the initial policy
+    ASSIGN_OR_RETURN(Transformer reference, Transformer::load(o.model_dir, lo));
+    RETURN_IF_ERROR(s->trainer_->set_reference(std::move(reference)));
+  }
   ASSIGN_OR_RETURN(std::optional<json> restored, s->trainer_->restore_checkpoint(o.checkpoints()));
   if (restored) {
     s->resumed_ = true;

@@ -351,6 +351,33 @@ TEST_F(LearnerServiceTest, ReadsEpisodesWrittenAfterItStarted) {
   EXPECT_EQ(done->metrics.at("reward/mean"), 2.0);
 }
 
+// [learner] kl_coef > 0: the service loads the initial policy again as the frozen reference, and
+// each PPO step reports its KL to it (0 at the first step, while the actor still equals it).
+TEST_F(LearnerServiceTest, KlPenaltyLoadsTheInitialPolicyAsTheReference) {
+  LearnerServiceOptions o = options("kl");
+  o.trainer.ppo.kl_coef = 0.1;
+  auto service = LearnerService::create(o, nullptr);
+  ASSERT_TRUE(service) << service.error().to_string();
+  for (std::uint64_t k = 0; k < 2; ++k) {
+    auto done = (*service)->train({.step = k,
+                                   .stage = EpisodeStage::kAgenticPpo,
+                                   .version = PolicyVersion{k},
+                                   .episodes = ids({1, 2, 3, 9})});
+    ASSERT_TRUE(done) << done.error().to_string();
+    ASSERT_TRUE(done->metrics.count("kl/reference")) << "step " << k;
+    if (k == 0) EXPECT_EQ(done->metrics.at("kl/reference"), 0.0);
+    if (k == 1) EXPECT_GT(done->metrics.at("kl/reference"), 0.0);
+  }
+  auto plain = LearnerService::create(options("no-kl"), nullptr);
+  ASSERT_TRUE(plain) << plain.error().to_string();
+  auto done = (*plain)->train({.step = 0,
+                               .stage = EpisodeStage::kAgenticPpo,
+                               .version = PolicyVersion{0},
+                               .episodes = ids({1, 2, 3, 9})});
+  ASSERT_TRUE(done) << done.error().to_string();
+  EXPECT_FALSE(done->metrics.count("kl/reference"));
+}
+
 TEST_F(LearnerServiceTest, CheckpointResumesIdenticalWeights) {
   FakeEngine engine;
   LearnerServiceOptions o = options("resume");

@@ -255,6 +255,45 @@ TEST(Trainer, GroupAdvantagesCompareEpisodesOfOneTask) {
   EXPECT_LT(answer_logprob((*t)->actor(), bad), bad0);
 }
 
+// The KL penalty toward a frozen reference (the initial policy): the same PPO steps move the
+// rewarded answer's log-prob less with it than without, and the step reports the KL (0 while the
+// actor still equals the reference). A reference of another vocabulary is refused.
+TEST(Trainer, KlPenaltyHoldsThePolicyNearTheReference) {
+  auto run = [](double kl_coef, std::vector<double>* kls) {
+    TrainerOptions o;
+    o.actor_optimizer = {.lr = 1e-3};
+    o.ppo.kl_coef = kl_coef;
+    auto t = Trainer::create(Transformer::random(config(), 6), std::nullopt, o, nullptr);
+    EXPECT_TRUE(t);
+    if (kl_coef > 0) EXPECT_TRUE((*t)->set_reference(Transformer::random(config(), 6)).is_ok());
+    const std::vector<std::int64_t> prompt = {1, 2, 3};
+    TrainSequence good = sequence("good", prompt, {10, 11, 12, 13}, 1.0);
+    TrainSequence bad = sequence("bad", prompt, {20, 21, 22, 23}, -1.0);
+    const double good0 = answer_logprob((*t)->actor(), good);
+    for (int s = 0; s < 10; ++s) {
+      refresh_behaviour((*t)->actor(), good);
+      refresh_behaviour((*t)->actor(), bad);
+      auto m = (*t)->ppo_step({good, bad});
+      EXPECT_TRUE(m) << m.error().to_string();
+      if (kls) kls->push_back(m->kl_reference);
+    }
+    return answer_logprob((*t)->actor(), good) - good0;
+  };
+  std::vector<double> kls;
+  const double free_rise = run(0.0, nullptr), held_rise = run(5.0, &kls);
+  std::printf("log p(good) rises %.3f without the penalty, %.3f with it\n", free_rise, held_rise);
+  EXPECT_GT(free_rise, 1.0);
+  EXPECT_LT(held_rise, 0.8 * free_rise);
+  EXPECT_EQ(kls.front(), 0.0) << "the first step's actor is the reference";
+  EXPECT_GT(kls.back(), 0.0);
+
+  ModelConfig other = config();
+  other.vocab_size += 1;
+  auto t = Trainer::create(Transformer::random(config(), 6), std::nullopt, {}, nullptr);
+  ASSERT_TRUE(t);
+  EXPECT_FALSE((*t)->set_reference(Transformer::random(other, 6)).is_ok());
+}
+
 TEST(Trainer, ValuePretrainingExplainsTheReward) {
   // The reward is decided by the prompt's first token (even: +1, odd: -1); the answer is noise.
   std::mt19937 rng(11);

@@ -126,7 +126,8 @@ nlohmann::json StepMetrics::to_json() const {
           {"seconds", seconds},
           {"tokens_per_s", tokens_per_s},
           {"actor_skipped", actor_skipped},
-          {"ungrouped", ungrouped}};
+          {"ungrouped", ungrouped},
+          {"kl_reference", kl_reference}};
 }
 
 struct Trainer::Impl {
@@ -138,6 +139,7 @@ struct Trainer::Impl {
   std::optional<MasterAdamW> actor_opt, critic_opt;
   std::uint64_t steps = 0;
   std::uint64_t version = 0;
+  std::optional<Transformer> reference;  // frozen; set_reference
 
   int rank() const { return group ? group->rank() : 0; }
   int world() const { return group ? group->world_size() : 1; }
@@ -355,6 +357,17 @@ Expected<std::unique_ptr<Trainer>> Trainer::create(Transformer actor, std::optio
 
 const Transformer& Trainer::actor() const { return impl_->actor; }
 const Critic* Trainer::critic() const { return impl_->critic ? &*impl_->critic : nullptr; }
+
+Status Trainer::set_reference(Transformer reference) {
+  if (reference.config().vocab_size != impl_->actor.config().vocab_size)
+    return make_error(ErrorCategory::kInvalidInput, "learner.reference",
+                      "the reference policy's vocabulary (" +
+                          std::to_string(reference.config().vocab_size) +
+                          ") differs from the actor's (" +
+                          std::to_string(impl_->actor.config().vocab_size) + ")");
+  impl_->reference.emplace(std::move(reference));
+  return Status::ok();
+}
 std::uint64_t Trainer::steps() const { return impl_->steps; }
 std::uint64_t Trainer::policy_version() const { return impl_->version; }
 void Trainer::set_policy_version(std::uint64_t version) { impl_->version = version; }
@@ -446,6 +459,9 @@ Expected<StepMetrics> Trainer::ppo_step(const std::vector<TrainSequence>& batch)
                         "ppo step: the batch has no model tokens");
     // 2. Proximal log-probs and entropy under the current weights; old values.
     std::vector<std::vector<float>> prox(l.seqs.size()), behaviour(l.seqs.size()), values;
+    // The KL penalty's reference log-probs, on the same scale as the actor's (logits / T).
+    const bool with_kl = I.opt.ppo.kl_coef > 0 && I.reference.has_value();
+    std::vector<std::vector<float>> ref(l.seqs.size());
     double entropy_sum = 0;
     {
       at::NoGradGuard no_grad;
@@ -456,6 +472,12 @@ Expected<StepMetrics> Trainer::ppo_step(const std::vector<TrainSequence>& batch)
             I.opt.logprob_chunk_rows, /*with_entropy=*/true, I.inv_temperature());
         I.scatter(lp.logprobs, mb, l, prox);
         entropy_sum += lp.entropy.sum().item<double>();
+        if (with_kl) {
+          TokenLogprobs r = chunked_token_logprobs(
+              scored_hidden(*I.reference, in), I.reference->weights().lm_head, in.targets,
+              I.opt.logprob_chunk_rows, /*with_entropy=*/false, I.inv_temperature());
+          I.scatter(r.logprobs, mb, l, ref);
+        }
       }
     }
     for (std::size_t i = 0; i < l.seqs.size(); ++i)
@@ -497,7 +519,8 @@ Expected<StepMetrics> Trainer::ppo_step(const std::vector<TrainSequence>& batch)
       RETURN_IF_ERROR(I.whiten_global(adv));
     }
     // 4. Epochs.
-    std::vector<double> stats(6, 0.0);
+    // policy loss, clipped tokens, approx KL, capped tokens, value loss, (unused), reference KL
+    std::vector<double> stats(7, 0.0);
     OptimizerStepStats actor_stats;
     for (std::int64_t epoch = 0; epoch < std::max<std::int64_t>(1, I.opt.ppo_epochs); ++epoch) {
       std::fill(stats.begin(), stats.end(), 0.0);
@@ -508,14 +531,15 @@ Expected<StepMetrics> Trainer::ppo_step(const std::vector<TrainSequence>& batch)
               scored_hidden(I.actor, in), I.actor.weights().lm_head, in.targets,
               I.opt.logprob_chunk_rows, /*with_entropy=*/false, I.inv_temperature());
           at::Tensor mask = at::ones({in.n}, lp.logprobs.options());
-          PolicyLossResult p =
-              ppo_policy_loss(lp.logprobs, I.gather(prox, mb), I.gather(behaviour, mb),
-                              I.gather(adv, mb), mask, I.opt.ppo, tot.model_tokens);
+          PolicyLossResult p = ppo_policy_loss(
+              lp.logprobs, I.gather(prox, mb), I.gather(behaviour, mb), I.gather(adv, mb), mask,
+              I.opt.ppo, tot.model_tokens, with_kl ? I.gather(ref, mb) : at::Tensor());
           p.loss.backward();
           stats[0] += p.loss.item<double>();
           stats[1] += p.clipped_tokens;
           stats[2] += p.approx_kl_sum;
           stats[3] += p.capped_tokens;
+          stats[6] += p.kl_sum;
         }
         if (I.critic) {
           at::Tensor v = I.critic->head.forward(scored_hidden(I.critic->backbone, in));
@@ -552,6 +576,8 @@ Expected<StepMetrics> Trainer::ppo_step(const std::vector<TrainSequence>& batch)
     m.explained_variance = ev;
     m.actor_skipped = actor_skipped;
     m.ungrouped = ungrouped;
+    m.kl_reference = stats[6] / tot.model_tokens;
+    m.kl_penalty = with_kl;
     return m;
   } catch (const std::exception& e) {
     return torch_error("learner: ppo step", e);

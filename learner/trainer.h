@@ -121,6 +121,8 @@ struct StepMetrics {
   /// (TrainerOptions::skip_uniform_reward_batches); line() then ends with kActorSkippedNote.
   bool actor_skipped = false;
   std::uint64_t ungrouped = 0;  ///< ppo with group advantages: sequences alone with their task
+  double kl_reference = 0;      ///< ppo with kl_coef > 0: mean k3 KL to the reference
+  bool kl_penalty = false;      ///< ppo: the loss had the KL penalty (a reference was set)
   /// One line: "step 12 ppo loss=... entropy=... clip=... gnorm=... tok/s=... ev=...".
   std::string line() const;
   nlohmann::json to_json() const;
@@ -148,6 +150,10 @@ class Trainer {
 
   const Transformer& actor() const;
   const Critic* critic() const;
+  /// The frozen reference policy of the PPO loss's KL penalty (TrainerOptions::ppo.kl_coef > 0):
+  /// usually the run's initial policy, loaded again (it is not saved in checkpoints). Same
+  /// vocabulary as the actor, else kInvalidInput.
+  Status set_reference(Transformer reference);
   /// Optimizer steps of the actor taken (the critic's for value-only training).
   std::uint64_t steps() const;
   /// The policy version the actor's weights are: the version it was created or restored with,
