@@ -38,6 +38,7 @@
 #include "cluster/manifest.h"
 #include "compile_farm/farm.h"
 #include "core/clock.h"
+#include "core/content_hash.h"
 #include "core/log.h"
 #include "core/progress.h"
 #include "gpu_bench/bench_service.h"
@@ -359,17 +360,25 @@ int run_eval(const EvalArgs& a) {
         break;
     }
     if (r.outcome != JobOutcome::kAlreadyStored) {
-      rows.push_back({{"episode", r.episode_id.value()},
-                      {"task", task.id.value()},
-                      {"status", std::string(to_string(r.summary.status))},
-                      {"outcome", std::string(to_string(r.outcome))},
-                      {"attempt", r.attempt},
-                      {"reward", r.summary.final_reward},
-                      {"correct", result.correct},
-                      {"speedup_vs_eager", result.speedup_vs_eager},
-                      {"speedup_vs_compile", result.speedup_vs_compile},
-                      {"turns", r.summary.turns},
-                      {"invalid_tool_calls", r.summary.invalid_tool_calls}});
+      nlohmann::json row = {{"episode", r.episode_id.value()},
+                            {"task", task.id.value()},
+                            {"status", std::string(to_string(r.summary.status))},
+                            {"outcome", std::string(to_string(r.outcome))},
+                            {"attempt", r.attempt},
+                            {"reward", r.summary.final_reward},
+                            {"correct", result.correct},
+                            {"speedup_vs_eager", result.speedup_vs_eager},
+                            {"speedup_vs_compile", result.speedup_vs_compile},
+                            {"turns", r.summary.turns},
+                            {"invalid_tool_calls", r.summary.invalid_tool_calls}};
+      // The stored evaluation record this reward came from, read back: its id, reward and the
+      // digest of its audit (an aborted episode has none; its reward is not scored).
+      if (auto stored = (*store)->get_evaluation(*jobs[i].evaluation_id)) {
+        row["evaluation"] = stored->evaluation_id.value();
+        row["evaluation_reward"] = stored->reward;
+        row["audit_sha256"] = stored->audit.empty() ? "" : content_hash(stored->audit);
+      }
+      rows.push_back(std::move(row));
     }
     results.push_back(result);
   }

@@ -43,8 +43,15 @@ def stats(rows):
     # The share of episodes with a malformed tool call: a policy whose tool-call format breaks
     # (session 28's RL with the critic's advantages: 1 of 32 -> 9 of 32) shows it here first.
     invalid = sum(int(r.get("invalid_tool_calls") or 0) > 0 for r in rows) / n if n else float("nan")
+    # Every scored reward should come with the stored evaluation record it was read from (same
+    # reward) and, under the full reward, that record's audit (`cuda-agent eval`'s episodes.jsonl
+    # names both; rows written before it did have neither).
+    recorded = sum("evaluation" in r and float(r.get("evaluation_reward", "nan")) ==
+                   float(r.get("reward", 0.0)) for r in rows)
+    audited = sum(bool(r.get("audit_sha256")) for r in rows)
     return {"episodes": n, "aborted": aborted, "mean_reward": mean, "correct_rate": correct,
-            "faster_than_eager_rate": faster, "invalid_tool_call_rate": invalid}
+            "faster_than_eager_rate": faster, "invalid_tool_call_rate": invalid,
+            "with_record": recorded, "with_audit": audited}
 
 
 def compare(base, new):
@@ -78,9 +85,11 @@ def main(argv):
     for name in ("base", "new"):
         s = out[name]
         print("%-4s %3d episodes scored (%d aborted, not scored): mean reward %+.3f, correct %.2f, "
-              "faster than eager %.2f, with an invalid tool call %.2f" % (
+              "faster than eager %.2f, with an invalid tool call %.2f; rewards with their stored "
+              "evaluation record %d, with its audit %d" % (
                   name, s["episodes"], s["aborted"], s["mean_reward"], s["correct_rate"],
-                  s["faster_than_eager_rate"], s["invalid_tool_call_rate"]))
+                  s["faster_than_eager_rate"], s["invalid_tool_call_rate"], s["with_record"],
+                  s["with_audit"]))
     lo, hi = out["ci95"]
     print("new - base over %d tasks: %+.3f (95%% bootstrap interval over tasks %+.3f .. %+.3f)%s" %
           (out["tasks"], out["mean_reward_difference"], lo, hi,

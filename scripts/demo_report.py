@@ -219,7 +219,8 @@ def main():
         base_name = runs[0][0]
         parts.append("<table border=1 cellpadding=3><tr><th>checkpoint</th><th>episodes</th>"
                      "<th>mean reward</th><th>correct</th><th>faster than eager</th>"
-                     "<th>with an invalid tool call</th><th>minus %s (95%% bootstrap over tasks)</th></tr>" % html.escape(base_name))
+                     "<th>with an invalid tool call</th><th>rewards with their stored record "
+                     "(with its audit)</th><th>minus %s (95%% bootstrap over tasks)</th></tr>" % html.escape(base_name))
         for name, _ in runs:
             tasks = sorted(set(loaded[base_name]) & set(loaded[name]))
             s = demo_compare.stats([r for t in tasks for r in loaded[name][t]])
@@ -228,9 +229,10 @@ def main():
                 c = demo_compare.compare(loaded[base_name], loaded[name])
                 diff = "%+.3f (%+.3f .. %+.3f)" % (c["mean_reward_difference"], c["ci95"][0], c["ci95"][1])
             parts.append("<tr><td>%s</td><td>%d</td><td>%+.3f</td><td>%.2f</td><td>%.2f</td>"
-                         "<td>%.2f</td><td>%s</td></tr>" %
+                         "<td>%.2f</td><td>%d (%d)</td><td>%s</td></tr>" %
                          (html.escape(name), s["episodes"], s["mean_reward"], s["correct_rate"],
-                          s["faster_than_eager_rate"], s["invalid_tool_call_rate"], diff))
+                          s["faster_than_eager_rate"], s["invalid_tool_call_rate"],
+                          s["with_record"], s["with_audit"], diff))
         parts.append("</table>")
     parts.append("</body></html>")
     with open(a.out, "w") as f:

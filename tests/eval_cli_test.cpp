@@ -4,7 +4,9 @@
 // serves it from a policy-engine child, `--reward compile-only` builds every final workspace with
 // real nvcc, and every report says what the reward measures.
 #include <gtest/gtest.h>
+
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <fstream>
@@ -100,6 +102,21 @@ TEST(EvalCli, ServedCheckpointWithCompileOnlyReward) {
   EXPECT_EQ(
       run_shell("pgrep -f '[p]olicy-engine --model " + (dir / "model").string() + "'").exit_code,
       1);
+  // Every row names the stored evaluation record its reward came from, read back from the store
+  // (compile-only: no bench, so no audit).
+  {
+    std::istringstream rows(read_file(dir / "rep-a/episodes.jsonl"));
+    int n = 0;
+    for (std::string line; std::getline(rows, line);) {
+      const auto row = nlohmann::json::parse(line);
+      ++n;
+      ASSERT_TRUE(row.contains("evaluation")) << line;
+      EXPECT_EQ(row["evaluation"], "a/" + row["episode"].get<std::string>()) << line;
+      EXPECT_EQ(row["evaluation_reward"], row["reward"]) << line;
+      EXPECT_EQ(row["audit_sha256"], "") << line;
+    }
+    EXPECT_EQ(n, 2);
+  }
   // The same seed, the same draws: a second run's episodes sample the same tokens.
   r = eval("b", "rep-b");
   ASSERT_EQ(r.exit_code, 0) << r.output;
