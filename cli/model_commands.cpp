@@ -154,6 +154,7 @@ Expected<std::vector<std::string>> learner_serve_args(std::vector<std::string> a
   add("--epochs", std::to_string(m.learner.ppo_epochs));
   add("--advantage", m.learner.advantage);
   if (m.learner.kl_coef > 0) add("--kl-coef", num(m.learner.kl_coef));
+  if (m.learner.value_epochs > 1) add("--value-epochs", std::to_string(m.learner.value_epochs));
   if (m.learner.lr_warmup_steps > 0)
     add("--warmup-steps", std::to_string(m.learner.lr_warmup_steps));
   add("--skip-uniform-reward-batches", m.learner.skip_uniform_reward_batches ? "true" : "false");

@@ -99,6 +99,7 @@ struct LearnArgs {
   bool skip_uniform_reward_batches = true;
   std::string advantage = "critic";
   double kl_coef = 0.0;
+  std::int64_t value_epochs = 1;
   // serve only
   std::string coordinator, id, curve_client_key, curve_server_public_key, checkpoint_dir;
   std::vector<std::string> engines;
@@ -437,9 +438,9 @@ std::string step_line(const TrainStep& step, const StepDone& done) {
                      std::to_string(done.new_version.value());
   for (const char* key :
        {"loss/policy", "loss/rft", "loss/value", "reward/mean", "explained_variance", "entropy",
-        "approx_kl", "kl/reference", "clip_fraction", "grad_norm/actor", "advantage/ungrouped",
-        "episodes/trained", "episodes/refused", "publish/engines_ok", "publish/engines_failed",
-        "step/seconds"}) {
+        "explained_variance/last", "approx_kl", "kl/reference", "clip_fraction", "grad_norm/actor",
+        "advantage/ungrouped", "episodes/trained", "episodes/refused", "publish/engines_ok",
+        "publish/engines_failed", "step/seconds"}) {
     const auto it = done.metrics.find(key);
     if (it == done.metrics.end()) continue;
     char buf[64];
@@ -484,6 +485,7 @@ int run_serve(const LearnArgs& a) {
   o.engine_urls = a.engines;
   o.engine_timeout = std::chrono::milliseconds(a.engine_timeout_ms);
   o.keep_policy_versions = std::size_t(a.keep_versions);
+  o.value_epochs = a.value_epochs;
   // The engines hold the run's newest version (a restarted one loads it from policy/): weights
   // resumed from an older checkpoint are not pushed over it; the first step after the resume
   // replays up to the run's step and publishes the version after it.
@@ -652,6 +654,10 @@ int main(int argc, char** argv) {
                     "PPO advantages: critic (GAE over the critic's values, whitened) or group "
                     "(reward minus the mean of the other episodes of the same task in the batch)")
         ->check(CLI::IsMember({"critic", "group"}));
+    if (m == "serve")
+      sub->add_option("--value-epochs", a.value_epochs,
+                      "passes of value pretraining over each agent warm-up batch")
+          ->check(CLI::Range(1, 64));
     sub->add_option("--kl-coef", a.kl_coef,
                     "PPO: weight of a KL penalty toward --model (loaded a second time, frozen); 0: "
                     "none")

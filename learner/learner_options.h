@@ -32,6 +32,7 @@ struct LearnerOptions {
   std::string advantage = "critic";
   std::int64_t group_size = 1;
   double kl_coef = 0.0;
+  std::int64_t value_epochs = 1;
   bool skip_uniform_reward_batches = true;
   std::int64_t micro_batch_tokens = 32'768;
   std::int64_t checkpoint_every_steps = 20;
@@ -112,6 +113,14 @@ struct LearnerOptions {
               "of the weights in its memory); 0: no penalty, no reference.",
        .min = 0.0},
       kl_coef);
+    v({.key = "value_epochs",
+       .unit = "passes",
+       .doc = "Passes of value pretraining over each agent warm-up batch (the critic's explained "
+              "variance should reach 0.3 before PPO; the learner reports it before the first "
+              "pass and before the last).",
+       .min = 1,
+       .max = 64},
+      value_epochs);
     v({.key = "skip_uniform_reward_batches",
        .doc = "A PPO batch whose every episode has the same reward carries no signal for the "
               "actor (its advantages are the critic's errors, whitened to unit size): train only "

@@ -393,11 +393,16 @@ Expected<StepDone> LearnerService::train_uncached(const TrainStep& step, bool pu
       m["grad_norm/actor"] = sft.grad_norm;
       put_common(m, sft);
     }
-    ASSIGN_OR_RETURN(StepMetrics value, trainer_->value_step(loaded.sequences));
-    m["loss/value"] = value.value_loss;
-    m["explained_variance"] = value.explained_variance;
-    m["grad_norm/critic"] = value.grad_norm;
-    put_common(m, value);
+    // Value pretraining: value_epochs passes over the batch. explained_variance is the critic's
+    // before the first (on episodes it has not seen), explained_variance/last before the last.
+    for (std::int64_t e = 0; e < std::max<std::int64_t>(1, options_.value_epochs); ++e) {
+      ASSIGN_OR_RETURN(StepMetrics value, trainer_->value_step(loaded.sequences));
+      if (e == 0) m["explained_variance"] = value.explained_variance;
+      if (e > 0) m["explained_variance/last"] = value.explained_variance;
+      m["loss/value"] = value.value_loss;
+      m["grad_norm/critic"] = value.grad_norm;
+      put_common(m, value);
+    }
   } else {
     ASSIGN_OR_RETURN(StepMetrics ppo, trainer_->ppo_step(loaded.sequences));
     m = ppo_metrics(ppo);

@@ -116,6 +116,8 @@ struct LearnerServiceOptions {
   std::size_t keep_policy_versions = 2;
   /// After a resume, push the resumed weights to the engines (rank 0). Default: true.
   bool publish_on_resume = true;
+  /// Passes of value pretraining over each agent warm-up batch ([learner] value_epochs). Default 1.
+  std::int64_t value_epochs = 1;
 };
 
 /// What one publication did.

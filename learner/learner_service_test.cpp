@@ -378,6 +378,25 @@ TEST_F(LearnerServiceTest, KlPenaltyLoadsTheInitialPolicyAsTheReference) {
   EXPECT_FALSE(done->metrics.count("kl/reference"));
 }
 
+// [learner] value_epochs: several passes of value pretraining over an agent warm-up batch; the
+// critic explains more of the batch's returns before the last pass than before the first.
+TEST_F(LearnerServiceTest, ValueEpochsPretrainTheCriticOnTheBatch) {
+  LearnerServiceOptions o = options("value-epochs");
+  o.value_epochs = 6;
+  auto service = LearnerService::create(o, nullptr);
+  ASSERT_TRUE(service) << service.error().to_string();
+  auto done = (*service)->train({.step = 0,
+                                 .stage = EpisodeStage::kAgentWarmup,
+                                 .version = PolicyVersion{0},
+                                 .episodes = ids({1, 2, 3, 4, 5, 6, 7, 8})});
+  ASSERT_TRUE(done) << done.error().to_string();
+  ASSERT_TRUE(done->metrics.count("explained_variance/last"));
+  std::printf("explained variance %.3f before the first pass, %.3f before the last\n",
+              done->metrics.at("explained_variance"), done->metrics.at("explained_variance/last"));
+  EXPECT_GT(done->metrics.at("explained_variance/last"),
+            done->metrics.at("explained_variance") + 0.1);
+}
+
 TEST_F(LearnerServiceTest, CheckpointResumesIdenticalWeights) {
   FakeEngine engine;
   LearnerServiceOptions o = options("resume");
