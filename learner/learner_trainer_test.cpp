@@ -294,6 +294,107 @@ TEST(Trainer, KlPenaltyHoldsThePolicyNearTheReference) {
   EXPECT_FALSE((*t)->set_reference(Transformer::random(other, 6)).is_ok());
 }
 
+// The demo's dynamic in miniature, on-policy: after a warm-up the policy opens with one of three
+// plans (tokens 10, 11, 12) about equally and then writes a fixed "tool-call format" (20 21 22).
+// On the easy task the reward is +3 for plan 12, +1 for the others, -1 whenever the format is
+// broken; a hard task always gets -1 (an operator the policy copies wrong). PPO with group
+// advantages (8 samples of each task per step) and the KL penalty toward the warmed-up policy
+// must move the easy task's opening toward plan 12 and leave the format intact. (Session 28's GPU
+// run broke the format; this miniature does not reproduce that with the batch-whitened
+// advantages either, so it guards the group path, not the diagnosis.)
+TEST(Trainer, GroupPpoRaisesTheRewardAndKeepsTheFormat) {
+  const std::vector<std::int64_t> prompt = {1, 2, 3}, format = {20, 21, 22};
+  auto warm = Trainer::create(Transformer::random(config(), 11), std::nullopt,
+                              {.actor_optimizer = {.lr = 1e-2}}, nullptr);
+  ASSERT_TRUE(warm);
+  const std::vector<std::int64_t> hard_prompt = {4, 5, 6};
+  std::vector<TrainSequence> corpus;
+  for (const auto& p : {prompt, hard_prompt})
+    for (std::int64_t plan : {10, 11, 12}) {
+      std::vector<std::int64_t> answer{plan};
+      answer.insert(answer.end(), format.begin(), format.end());
+      corpus.push_back(sequence("w" + std::to_string(p[0]) + std::to_string(plan), p, answer, 1.0));
+    }
+  for (int s = 0; s < 60; ++s) ASSERT_TRUE((*warm)->sft_step(corpus));
+  const std::string dir = ::testing::TempDir() + "/group_ppo_warm";
+  ASSERT_TRUE((*warm)->actor().save(dir).is_ok());
+
+  // Next-token distribution after `ids` under `m` (temperature 1).
+  auto next = [](const Transformer& m, const std::vector<std::int64_t>& ids) {
+    at::NoGradGuard ng;
+    at::Tensor x = at::tensor(ids, at::kLong).view({1, -1});
+    return at::softmax(m.forward(x).to(at::kFloat)[0][-1], -1);
+  };
+  auto plan_probability = [&](const Transformer& m, std::int64_t plan) {
+    return next(m, prompt)[plan].item<double>();
+  };
+  auto format_logprob = [&](const Transformer& m) {  // after each plan, averaged
+    double total = 0;
+    for (std::int64_t plan : {10, 11, 12}) {
+      std::vector<std::int64_t> ids = prompt;
+      ids.push_back(plan);
+      for (std::int64_t f : format) {
+        total += std::log(next(m, ids)[f].item<double>());
+        ids.push_back(f);
+      }
+    }
+    return total / 3;
+  };
+
+  TrainerOptions o;
+  o.actor_optimizer = {.lr = 2e-3, .warmup_steps = 2};
+  o.group_advantages = true;
+  o.ppo.kl_coef = 0.1;
+  auto loaded = Transformer::load(dir);
+  ASSERT_TRUE(loaded);
+  auto t = Trainer::create(std::move(*loaded), std::nullopt, o, nullptr);
+  ASSERT_TRUE(t);
+  auto reference = Transformer::load(dir);
+  ASSERT_TRUE(reference);
+  ASSERT_TRUE((*t)->set_reference(std::move(*reference)).is_ok());
+  const double p12_before = plan_probability((*t)->actor(), 12);
+  const double format_before = format_logprob((*t)->actor());
+  std::mt19937 rng(5);  // fixed: the run is deterministic on the CPU
+  double first_reward = 0, last_reward = 0;
+  for (int step = 0; step < 25; ++step) {
+    std::vector<TrainSequence> batch;
+    double reward_sum = 0;
+    for (int k = 0; k < 16; ++k) {
+      const bool hard = k >= 8;  // a task the policy always fails (an operator it copies wrong)
+      const std::vector<std::int64_t>& task_prompt = hard ? hard_prompt : prompt;
+      std::vector<std::int64_t> ids = task_prompt;
+      std::vector<float> logprobs;
+      for (int pos = 0; pos < 4; ++pos) {  // the plan, then three format tokens
+        at::Tensor p = next((*t)->actor(), ids);
+        std::discrete_distribution<int> pick(p.data_ptr<float>(), p.data_ptr<float>() + p.numel());
+        const int tok = pick(rng);
+        logprobs.push_back(std::log(p[tok].item<float>()));
+        ids.push_back(tok);
+      }
+      const bool formatted = std::equal(format.begin(), format.end(), ids.begin() + 4);
+      const double reward = hard || !formatted ? -1.0 : ids[3] == 12 ? 3.0 : 1.0;
+      if (!hard) reward_sum += reward;
+      TrainSequence s = sequence("s" + std::to_string(step) + "-" + std::to_string(k), task_prompt,
+                                 std::vector<std::int64_t>(ids.begin() + 3, ids.end()), reward,
+                                 logprobs, std::uint64_t(step));
+      s.task = TaskId{hard ? "hard" : "easy"};  // two groups of 8
+      batch.push_back(std::move(s));
+    }
+    if (step == 0) first_reward = reward_sum / 8;
+    last_reward = reward_sum / 8;
+    auto m = (*t)->ppo_step(batch);
+    ASSERT_TRUE(m) << m.error().to_string();
+    EXPECT_EQ(m->ungrouped, 0u);
+  }
+  const double p12_after = plan_probability((*t)->actor(), 12);
+  const double format_after = format_logprob((*t)->actor());
+  std::printf("P(plan 12) %.3f -> %.3f; format log-prob %.4f -> %.4f; batch reward %.2f -> %.2f\n",
+              p12_before, p12_after, format_before, format_after, first_reward, last_reward);
+  EXPECT_GT(p12_after, p12_before + 0.3);
+  EXPECT_GT(format_after, std::log(0.9)) << "the format must survive";
+  EXPECT_GT(last_reward, first_reward);
+}
+
 TEST(Trainer, ValuePretrainingExplainsTheReward) {
   // The reward is decided by the prompt's first token (even: +1, odd: -1); the answer is noise.
   std::mt19937 rng(11);
