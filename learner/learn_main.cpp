@@ -438,9 +438,10 @@ std::string step_line(const TrainStep& step, const StepDone& done) {
                      std::to_string(done.new_version.value());
   for (const char* key :
        {"loss/policy", "loss/rft", "loss/value", "reward/mean", "explained_variance", "entropy",
-        "explained_variance/last", "approx_kl", "kl/reference", "clip_fraction", "grad_norm/actor",
-        "advantage/ungrouped", "episodes/trained", "episodes/refused", "publish/engines_ok",
-        "publish/engines_failed", "step/seconds"}) {
+        "explained_variance/last", "approx_kl", "kl/reference", "clip_fraction",
+        "importance_capped", "staleness/mean", "grad_norm/actor", "advantage/ungrouped",
+        "episodes/trained", "episodes/refused", "publish/engines_ok", "publish/engines_failed",
+        "step/seconds"}) {
     const auto it = done.metrics.find(key);
     if (it == done.metrics.end()) continue;
     char buf[64];
