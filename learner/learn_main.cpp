@@ -436,12 +436,26 @@ std::string step_line(const TrainStep& step, const StepDone& done) {
   std::string line = "step " + std::to_string(step.step) + " " + to_string(step.stage) + " v" +
                      std::to_string(step.version.value()) + "->v" +
                      std::to_string(done.new_version.value());
-  for (const char* key :
-       {"loss/policy", "loss/rft", "loss/value", "reward/mean", "explained_variance", "entropy",
-        "explained_variance/last", "approx_kl", "kl/reference", "clip_fraction",
-        "importance_capped", "staleness/mean", "grad_norm/actor", "advantage/ungrouped",
-        "episodes/trained", "episodes/refused", "publish/engines_ok", "publish/engines_failed",
-        "step/seconds"}) {
+  for (const char* key : {"loss/policy",
+                          "loss/rft",
+                          "loss/value",
+                          "reward/mean",
+                          "explained_variance",
+                          "entropy",
+                          "explained_variance/last",
+                          "approx_kl",
+                          "kl/reference",
+                          "clip_fraction",
+                          "importance_capped",
+                          "logprob_delta/behaviour",
+                          "staleness/mean",
+                          "grad_norm/actor",
+                          "advantage/ungrouped",
+                          "episodes/trained",
+                          "episodes/refused",
+                          "publish/engines_ok",
+                          "publish/engines_failed",
+                          "step/seconds"}) {
     const auto it = done.metrics.find(key);
     if (it == done.metrics.end()) continue;
     char buf[64];

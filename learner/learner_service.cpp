@@ -141,6 +141,7 @@ std::map<std::string, double> ppo_metrics(const StepMetrics& m) {
                                     {"clip_fraction", m.clip_fraction},
                                     {"approx_kl", m.approx_kl},
                                     {"importance_capped", m.importance_capped},
+                                    {"logprob_delta/behaviour", m.behaviour_delta},
                                     {"grad_norm/actor", m.grad_norm},
                                     {"explained_variance", m.explained_variance},
                                     {"staleness/mean", m.mean_staleness},

@@ -156,6 +156,7 @@ TEST(Trainer, PpoMovesProbabilityTowardTheRewardedAnswer) {
     auto m = (*t)->ppo_step({good, bad});
     ASSERT_TRUE(m) << m.error().to_string();
     EXPECT_LE(m->importance_capped, 0.0);
+    EXPECT_LT(m->behaviour_delta, 1e-5) << "on-policy: the behaviour log-probs are the learner's";
   }
   const double good1 = answer_logprob((*t)->actor(), good);
   const double bad1 = answer_logprob((*t)->actor(), bad);

@@ -103,8 +103,14 @@ std::string StepMetrics::line() const {
                 static_cast<unsigned long long>(step), kind.c_str(), loss, value_loss, entropy,
                 clip_fraction, approx_kl, grad_norm, explained_variance, reward_mean,
                 static_cast<unsigned long long>(sequences), model_tokens, tokens_per_s);
-  if (actor_skipped) return std::string(buf) + kActorSkippedNote;
-  return buf;
+  std::string out = buf;
+  if (kind == "ppo") {
+    char more[96];
+    std::snprintf(more, sizeof more, " logp_delta=%.3g", behaviour_delta);
+    out += more;
+  }
+  if (actor_skipped) out += kActorSkippedNote;
+  return out;
 }
 
 nlohmann::json StepMetrics::to_json() const {
@@ -127,7 +133,8 @@ nlohmann::json StepMetrics::to_json() const {
           {"tokens_per_s", tokens_per_s},
           {"actor_skipped", actor_skipped},
           {"ungrouped", ungrouped},
-          {"kl_reference", kl_reference}};
+          {"kl_reference", kl_reference},
+          {"behaviour_delta", behaviour_delta}};
 }
 
 struct Trainer::Impl {
@@ -480,9 +487,15 @@ Expected<StepMetrics> Trainer::ppo_step(const std::vector<TrainSequence>& batch)
         }
       }
     }
+    // How far the engine's sampling log-probs are from the learner's on the weights that sampled
+    // them (mean |delta| over model tokens; stale tokens add their policy's drift).
+    std::vector<double> delta{0.0};
     for (std::size_t i = 0; i < l.seqs.size(); ++i)
-      for (std::int64_t t : l.positions[i])
-        behaviour[i].push_back(l.seqs[i]->behaviour_logprobs[std::size_t(t)]);
+      for (std::size_t k = 0; k < l.positions[i].size(); ++k) {
+        behaviour[i].push_back(l.seqs[i]->behaviour_logprobs[std::size_t(l.positions[i][k])]);
+        delta[0] += std::abs(double(prox[i][k]) - double(behaviour[i].back()));
+      }
+    RETURN_IF_ERROR(I.sum(delta));
     if (I.critic) I.critic_values(l, values);
     // 3. Advantages (a critic's GAE, or the sequence reward as a whitened baseline).
     std::vector<std::vector<float>> adv, ret;
@@ -578,6 +591,7 @@ Expected<StepMetrics> Trainer::ppo_step(const std::vector<TrainSequence>& batch)
     m.ungrouped = ungrouped;
     m.kl_reference = stats[6] / tot.model_tokens;
     m.kl_penalty = with_kl;
+    m.behaviour_delta = delta[0] / tot.model_tokens;
     return m;
   } catch (const std::exception& e) {
     return torch_error("learner: ppo step", e);

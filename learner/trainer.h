@@ -123,6 +123,9 @@ struct StepMetrics {
   std::uint64_t ungrouped = 0;  ///< ppo with group advantages: sequences alone with their task
   double kl_reference = 0;      ///< ppo with kl_coef > 0: mean k3 KL to the reference
   bool kl_penalty = false;      ///< ppo: the loss had the KL penalty (a reference was set)
+  /// ppo: mean |learner log-prob before the update - the engine's sampling log-prob| per model
+  /// token (engine/learner agreement on fresh tokens; plus the policy's drift on stale ones)
+  double behaviour_delta = 0;
   /// One line: "step 12 ppo loss=... entropy=... clip=... gnorm=... tok/s=... ev=...".
   std::string line() const;
   nlohmann::json to_json() const;
