@@ -22,6 +22,7 @@ def summarise(lines):
     times = {}  # kind -> [seconds]
     harness, phases = [], {}
     built = []  # harness seconds of the runs that built the torch.compile baseline
+    finals = []  # (turn seconds, harness seconds) of each final-evaluation turn
     kind, seconds = None, 0.0
     body = []
 
@@ -34,6 +35,9 @@ def summarise(lines):
             k = ("tools: final evaluation" if "[final_evaluation" in text
                  else "tools: compile" if re.search(r"^(compiled |nvcc on )", text, re.M)
                  else "tools: other")
+            if k == "tools: final evaluation":
+                finals.append((seconds, sum(float(h.group(1)) for h in
+                                            map(HARNESS.match, body) if h)))
         times.setdefault(k, []).append(seconds)
 
     for line in lines:
@@ -54,11 +58,11 @@ def summarise(lines):
                 if name == "compile_baseline_build":
                     built.append(float(h.group(1)))
     close()
-    return times, harness, phases, built
+    return times, harness, phases, built, finals
 
 
 def main():
-    times, harness, phases, built = summarise(sys.stdin)
+    times, harness, phases, built, finals = summarise(sys.stdin)
     print("%-26s %6s %10s %10s" % ("turns", "count", "median s", "total s"))
     for k in sorted(times):
         v = times[k]
@@ -75,6 +79,15 @@ def main():
                   statistics.median(built) if built else 0.0, sum(harness) - sum(built)))
     else:
         print("bench harness: no report with a harness time")
+    timed = [(t, h) for t, h in finals if t > 0]  # turns stored before they were timed read 0
+    if timed:
+        # A final evaluation's turn time minus its harness time: the wait in the bench pool's
+        # queue and the transfers (a bench-bound run shows it here).
+        waits = [t - h for t, h in timed]
+        print("final evaluations: %d timed, %.1f s in their turns, %.1f s of it in the harness; "
+              "queue and transfer median %.2f s, total %.1f s" % (
+                  len(timed), sum(t for t, _ in timed), sum(h for _, h in timed),
+                  statistics.median(waits), sum(waits)))
     return 0
 
 
