@@ -323,11 +323,6 @@ int run_learn(const LearnArgs& a) {
   auto trainer = Trainer::create(std::move(*actor), std::move(critic), to, group->get());
   if (!trainer) return report(trainer.error());
   Trainer& t = **trainer;
-  if (a.mode == "ppo" && a.kl_coef > 0) {  // the KL penalty's reference: --model, frozen
-    auto reference = Transformer::load(a.model, lo);
-    if (!reference) return report(reference.error());
-    if (Status st = t.set_reference(std::move(*reference)); !st) return report(st.error());
-  }
 
   auto restored = t.restore_checkpoint(a.out);
   if (!restored) return report(restored.error());

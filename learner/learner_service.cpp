@@ -217,10 +217,6 @@ Expected<std::unique_ptr<LearnerService>> LearnerService::create(const LearnerSe
   ASSIGN_OR_RETURN(s->store_, RunStore::open(so, StoreMode::kSecondary));
   ASSIGN_OR_RETURN(s->trainer_, Trainer::create(std::move(actor), std::move(critic),
                                                 s->options_.trainer, group));
-  if (s->options_.trainer.ppo.kl_coef > 0) {  // the KL penalty's reference: the initial policy
-    ASSIGN_OR_RETURN(Transformer reference, Transformer::load(o.model_dir, lo));
-    RETURN_IF_ERROR(s->trainer_->set_reference(std::move(reference)));
-  }
   ASSIGN_OR_RETURN(std::optional<json> restored, s->trainer_->restore_checkpoint(o.checkpoints()));
   if (restored) {
     s->resumed_ = true;

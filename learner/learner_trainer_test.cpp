@@ -64,6 +64,13 @@ void refresh_behaviour(const Transformer& m, TrainSequence& seq) {
     seq.behaviour_logprobs[k] = logp[std::int64_t(k) - 1][seq.ids[k]].item<float>();
 }
 
+// One on-policy PPO step on a good and a bad answer (their behaviour log-probs refreshed first).
+Expected<StepMetrics> on_policy_step(Trainer& t, TrainSequence& good, TrainSequence& bad) {
+  refresh_behaviour(t.actor(), good);
+  refresh_behaviour(t.actor(), bad);
+  return t.ppo_step({good, bad});
+}
+
 Critic critic_of(const Transformer& actor_like) {
   return Critic{Transformer::random(actor_like.config(), 99),
                 ValueHead::zeros(actor_like.config().hidden_size, at::kFloat)};
@@ -151,9 +158,7 @@ TEST(Trainer, PpoMovesProbabilityTowardTheRewardedAnswer) {
   const double good0 = answer_logprob((*t)->actor(), good);
   const double bad0 = answer_logprob((*t)->actor(), bad);
   for (int s = 0; s < 10; ++s) {
-    refresh_behaviour((*t)->actor(), good);
-    refresh_behaviour((*t)->actor(), bad);
-    auto m = (*t)->ppo_step({good, bad});
+    auto m = on_policy_step(**t, good, bad);
     ASSERT_TRUE(m) << m.error().to_string();
     EXPECT_LE(m->importance_capped, 0.0);
     EXPECT_LT(m->behaviour_delta, 1e-5) << "on-policy: the behaviour log-probs are the learner's";
@@ -244,9 +249,7 @@ TEST(Trainer, GroupAdvantagesCompareEpisodesOfOneTask) {
   const double good0 = answer_logprob((*t)->actor(), good);
   const double bad0 = answer_logprob((*t)->actor(), bad);
   for (int s = 0; s < 10; ++s) {
-    refresh_behaviour((*t)->actor(), good);
-    refresh_behaviour((*t)->actor(), bad);
-    auto m = (*t)->ppo_step({good, bad});
+    auto m = on_policy_step(**t, good, bad);
     ASSERT_TRUE(m) << m.error().to_string();
     EXPECT_FALSE(m->actor_skipped);
     EXPECT_EQ(m->ungrouped, 0u);
@@ -272,9 +275,7 @@ TEST(Trainer, KlPenaltyHoldsThePolicyNearTheReference) {
     TrainSequence bad = sequence("bad", prompt, {20, 21, 22, 23}, -1.0);
     const double good0 = answer_logprob((*t)->actor(), good);
     for (int s = 0; s < 10; ++s) {
-      refresh_behaviour((*t)->actor(), good);
-      refresh_behaviour((*t)->actor(), bad);
-      auto m = (*t)->ppo_step({good, bad});
+      auto m = on_policy_step(**t, good, bad);
       EXPECT_TRUE(m) << m.error().to_string();
       if (kls) kls->push_back(m->kl_reference);
     }
@@ -346,13 +347,11 @@ TEST(Trainer, GroupPpoRaisesTheRewardAndKeepsTheFormat) {
   o.actor_optimizer = {.lr = 2e-3, .warmup_steps = 2};
   o.group_advantages = true;
   o.ppo.kl_coef = 0.1;
+  o.model_dir = dir;  // create() loads it again as the KL penalty's reference
   auto loaded = Transformer::load(dir);
   ASSERT_TRUE(loaded);
   auto t = Trainer::create(std::move(*loaded), std::nullopt, o, nullptr);
-  ASSERT_TRUE(t);
-  auto reference = Transformer::load(dir);
-  ASSERT_TRUE(reference);
-  ASSERT_TRUE((*t)->set_reference(std::move(*reference)).is_ok());
+  ASSERT_TRUE(t) << t.error().to_string();
   const double p12_before = plan_probability((*t)->actor(), 12);
   const double format_before = format_logprob((*t)->actor());
   std::mt19937 rng(5);  // fixed: the run is deterministic on the CPU

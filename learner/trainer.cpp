@@ -356,7 +356,16 @@ Expected<std::unique_ptr<Trainer>> Trainer::create(Transformer actor, std::optio
       impl->critic_opt.emplace(
           MasterAdamW::create(impl->critic_params, options.critic_optimizer, shard));
     }
-    return std::unique_ptr<Trainer>(new Trainer(std::move(impl)));
+    std::unique_ptr<Trainer> trainer(new Trainer(std::move(impl)));
+    if (options.ppo.kl_coef > 0 && !options.model_dir.empty()) {
+      // The KL penalty's reference: the model the actor started from, loaded again and frozen.
+      const Transformer& actor = trainer->impl_->actor;
+      ASSIGN_OR_RETURN(
+          Transformer reference,
+          Transformer::load(options.model_dir, {.device = actor.device(), .dtype = actor.dtype()}));
+      RETURN_IF_ERROR(trainer->set_reference(std::move(reference)));
+    }
+    return trainer;
   } catch (const std::exception& e) {
     return torch_error("learner: creating the trainer", e);
   }

@@ -153,9 +153,10 @@ class Trainer {
 
   const Transformer& actor() const;
   const Critic* critic() const;
-  /// The frozen reference policy of the PPO loss's KL penalty (TrainerOptions::ppo.kl_coef > 0):
-  /// usually the run's initial policy, loaded again (it is not saved in checkpoints). Same
-  /// vocabulary as the actor, else kInvalidInput.
+  /// The frozen reference policy of the PPO loss's KL penalty (TrainerOptions::ppo.kl_coef > 0).
+  /// create() sets it from TrainerOptions::model_dir, the model the actor started from, loaded
+  /// again (it is not saved in checkpoints); without a model_dir, set it here. Same vocabulary as
+  /// the actor, else kInvalidInput.
   Status set_reference(Transformer reference);
   /// Optimizer steps of the actor taken (the critic's for value-only training).
   std::uint64_t steps() const;

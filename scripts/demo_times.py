@@ -25,6 +25,7 @@ def summarise(lines):
     finals = []  # (turn seconds, harness seconds) of each final-evaluation turn
     kind, seconds = None, 0.0
     body = []
+    turn_harness = 0.0  # harness seconds reported in the current turn
 
     def close():
         if kind is None:
@@ -36,8 +37,7 @@ def summarise(lines):
                  else "tools: compile" if re.search(r"^(compiled |nvcc on )", text, re.M)
                  else "tools: other")
             if k == "tools: final evaluation":
-                finals.append((seconds, sum(float(h.group(1)) for h in
-                                            map(HARNESS.match, body) if h)))
+                finals.append((seconds, turn_harness))
         times.setdefault(k, []).append(seconds)
 
     for line in lines:
@@ -46,11 +46,13 @@ def summarise(lines):
         if m or line.startswith("episode "):
             close()
             kind, seconds, body = (m.group(1), float(m.group(2)), []) if m else (None, 0.0, [])
+            turn_harness = 0.0
             continue
         body.append(line)
         h = HARNESS.match(line)
         if h:
             harness.append(float(h.group(1)))
+            turn_harness += float(h.group(1))
             for part in (h.group(2) or "").split(", "):
                 name, _, value = part.rpartition(" ")
                 if name:
